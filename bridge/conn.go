@@ -1,0 +1,140 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/coder/websocket"
+)
+
+// ErrClosed reports that the worker's connection ended: the process exited,
+// crashed or was killed.
+var ErrClosed = errors.New("bridge: worker connection closed")
+
+// FatalError is a worker's report that it cannot go on.
+type FatalError struct{ Reason string }
+
+func (e *FatalError) Error() string { return "bridge: worker failed: " + e.Reason }
+
+// Conn is the connection to one worker that has proved its identity.
+// Its methods are not safe for concurrent use, except Close.
+type Conn struct {
+	ws        *websocket.Conn
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func newConn(ws *websocket.Conn) *Conn {
+	return &Conn{ws: ws, done: make(chan struct{})}
+}
+
+// Close ends the connection. The worker exits when its connection closes.
+func (c *Conn) Close() {
+	c.closeOnce.Do(func() {
+		c.ws.Close(websocket.StatusNormalClosure, "")
+		close(c.done)
+	})
+}
+
+// Ready waits for the worker to have loaded Pyodide and returns its ready frame.
+func (c *Conn) Ready(ctx context.Context) (Message, error) {
+	m, err := c.read(ctx)
+	if err != nil {
+		return Message{}, err
+	}
+	if m.Type != TypeReady {
+		return Message{}, fmt.Errorf("bridge: expected ready, got %q", m.Type)
+	}
+	return m, nil
+}
+
+// Run sends code to the worker and reads until its result. onOutput is
+// called for each output frame, in order. The result frame is returned as is;
+// on error, what was printed before it has already gone to onOutput.
+func (c *Conn) Run(ctx context.Context, code string, onOutput func(Stream, []string)) (Message, error) {
+	if err := c.write(ctx, Message{Type: TypeRun, Code: code}); err != nil {
+		return Message{}, err
+	}
+	for {
+		m, err := c.read(ctx)
+		if err != nil {
+			return Message{}, err
+		}
+		switch m.Type {
+		case TypeOutput:
+			if m.Stream != Stdout && m.Stream != Stderr {
+				return Message{}, fmt.Errorf("bridge: output to unknown stream %q", m.Stream)
+			}
+			onOutput(m.Stream, m.Lines)
+		case TypeResult:
+			return m, nil
+		default:
+			return Message{}, fmt.Errorf("bridge: unexpected %q frame during a run", m.Type)
+		}
+	}
+}
+
+// Snapshot waits for the memory snapshot a worker started to make one sends.
+func (c *Conn) Snapshot(ctx context.Context) ([]byte, error) {
+	typ, data, err := c.ws.Read(ctx)
+	if err != nil {
+		return nil, failure(ctx, err)
+	}
+	if typ != websocket.MessageBinary {
+		if m, err := decode(data); err == nil && m.Type == TypeFatal {
+			return nil, &FatalError{m.Error}
+		}
+		return nil, errors.New("bridge: expected a snapshot")
+	}
+	return data, nil
+}
+
+func (c *Conn) write(ctx context.Context, m Message) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if err := c.ws.Write(ctx, websocket.MessageText, b); err != nil {
+		return failure(ctx, err)
+	}
+	return nil
+}
+
+// read returns the next JSON frame; a fatal frame becomes an error.
+func (c *Conn) read(ctx context.Context) (Message, error) {
+	typ, data, err := c.ws.Read(ctx)
+	if err != nil {
+		return Message{}, failure(ctx, err)
+	}
+	if typ != websocket.MessageText {
+		return Message{}, errors.New("bridge: unexpected binary frame")
+	}
+	m, err := decode(data)
+	if err != nil {
+		return Message{}, err
+	}
+	if m.Type == TypeFatal {
+		return Message{}, &FatalError{m.Error}
+	}
+	return m, nil
+}
+
+func decode(data []byte) (Message, error) {
+	var m Message
+	if err := json.Unmarshal(data, &m); err != nil {
+		return Message{}, fmt.Errorf("bridge: malformed frame: %w", err)
+	}
+	return m, nil
+}
+
+// failure explains why a read or write failed: the caller's context, or the
+// connection itself.
+func failure(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("bridge: %w", context.Cause(ctx))
+	}
+	return fmt.Errorf("%w: %w", ErrClosed, err)
+}

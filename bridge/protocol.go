@@ -1,0 +1,85 @@
+package bridge
+
+import "encoding/json"
+
+// The wire protocol between the supervisor and a worker process.
+//
+// Every frame is one JSON object with a "type" field, except the memory
+// snapshot, which travels as a single binary frame. A worker's first frame is
+// always a Hello carrying its one-time secret; nothing else is read from a
+// connection that has not proved who it is.
+
+// Message types sent by a worker.
+const (
+	TypeHello    = "hello"    // worker → Go: first frame, proves the worker's identity
+	TypeReady    = "ready"    // worker → Go: Pyodide is loaded, the worker takes one run
+	TypeOutput   = "output"   // worker → Go: lines printed by the running code
+	TypeResult   = "result"   // worker → Go: the run finished
+	TypeFatal    = "fatal"    // worker → Go: the worker cannot go on
+	TypeRun      = "run"      // Go → worker: run this code
+	TypeSnapshot = "snapshot" // Go → worker: send a memory snapshot as a binary frame
+)
+
+// Stream names the standard stream a line was printed to.
+type Stream string
+
+// The two streams user code can print to.
+const (
+	Stdout Stream = "stdout"
+	Stderr Stream = "stderr"
+)
+
+// Status is the outcome of a run, as shown to MCP clients.
+type Status string
+
+// The statuses of the upstream contract.
+const (
+	StatusSuccess      Status = "success"
+	StatusInstallError Status = "install-error"
+	StatusRunError     Status = "run-error"
+)
+
+// Message is one JSON frame. Only the fields of its Type are set.
+type Message struct {
+	Type string `json:"type"`
+
+	// hello
+	Secret string `json:"secret,omitempty"`
+
+	// ready
+	Python   string `json:"python,omitempty"`   // Python version, such as "3.14.2"
+	Snapshot bool   `json:"snapshot,omitempty"` // Pyodide was restored from a snapshot
+
+	// output
+	Stream Stream   `json:"stream,omitempty"`
+	Lines  []string `json:"lines,omitempty"`
+
+	// run
+	Code string `json:"code,omitempty"`
+
+	// result
+	Status       Status          `json:"status,omitempty"`
+	ReturnValue  json.RawMessage `json:"return_value,omitempty"`  // indented JSON; absent for None
+	ReturnString bool            `json:"return_string,omitempty"` // the value is a Python str
+	Error        string          `json:"error,omitempty"`         // result and fatal
+}
+
+// Line is one line printed by user code, without its newline.
+type Line struct {
+	Stream Stream
+	Text   string
+}
+
+// Result is the outcome of running one piece of code.
+type Result struct {
+	Status       Status
+	Dependencies []string // requested dependencies, in request order
+	Output       []string // stdout and stderr lines, interleaved in print order
+	// ReturnValue is the value of the code's last expression as indented JSON
+	// (pydantic_core's to_json conventions), or nil when it was None.
+	ReturnValue json.RawMessage
+	// ReturnString reports that the value is a Python str: XML rendering then
+	// shows the string itself rather than its JSON form.
+	ReturnString bool
+	Error        string // the error text when Status is not StatusSuccess
+}

@@ -1,0 +1,353 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/pflag"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/mcp-run-python/mcp-run-python/supervisor"
+)
+
+// Mode is what the program does: serve MCP over a transport, prepare the
+// runtime, or run the demo script.
+type Mode string
+
+// The modes of the command line (DESIGN 1.1).
+const (
+	ModeStdio                   Mode = "stdio"
+	ModeStreamableHTTP          Mode = "streamable_http"
+	ModeStreamableHTTPStateless Mode = "streamable_http_stateless"
+	ModeSSE                     Mode = "sse"
+	ModeWarmup                  Mode = "warmup"
+	ModeExample                 Mode = "example"
+)
+
+// parseMode accepts a mode as written on the command line, including the
+// hyphenated spellings of the HTTP modes.
+func parseMode(s string) (Mode, bool) {
+	switch m := Mode(strings.ReplaceAll(s, "-", "_")); m {
+	case ModeStdio, ModeStreamableHTTP, ModeStreamableHTTPStateless, ModeSSE, ModeWarmup, ModeExample:
+		return m, true
+	}
+	return "", false
+}
+
+// envPrefix starts the name of the environment variable that stands in for
+// a flag: --return-mode is MCP_RUN_PYTHON_RETURN_MODE.
+const envPrefix = "MCP_RUN_PYTHON_"
+
+// Flag defaults.
+const (
+	defaultPort        = 3001
+	defaultHost        = "127.0.0.1"
+	defaultWorkers     = 2
+	defaultTimeout     = 60 * time.Second
+	defaultMemoryLimit = "1GiB"
+	defaultOutputLimit = "1MiB"
+	defaultLogLevel    = "warn"
+)
+
+// Config is everything the command line and the environment decide.
+type Config struct {
+	Mode       Mode
+	Host       string
+	Port       int
+	ReturnMode ReturnMode
+	LogLevel   zapcore.Level
+	Supervisor supervisor.Config
+
+	// Help and Version ask for the usage text or the version instead of a mode.
+	Help    bool
+	Version bool
+}
+
+// Environment is what configuration reads from outside the command line.
+// Tests replace it; OSEnvironment returns the real one.
+type Environment struct {
+	LookupEnv    func(key string) (string, bool)
+	LookPath     func(file string) (string, error)
+	UserCacheDir func() (string, error)
+	UserHomeDir  func() (string, error)
+}
+
+// OSEnvironment returns the process's own environment.
+func OSEnvironment() Environment {
+	return Environment{
+		LookupEnv:    os.LookupEnv,
+		LookPath:     exec.LookPath,
+		UserCacheDir: os.UserCacheDir,
+		UserHomeDir:  os.UserHomeDir,
+	}
+}
+
+// UsageError reports wrong arguments: the program prints it with the usage
+// text on stderr and exits with status 2.
+type UsageError struct {
+	Err error
+}
+
+// Error implements error.
+func (e *UsageError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the underlying error.
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// usageErrorf returns a *UsageError with a formatted message.
+func usageErrorf(format string, args ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+// flagValues holds the raw values that pflag fills in.
+type flagValues struct {
+	port              int
+	host              string
+	returnMode        string
+	deps              string
+	disableNetworking bool
+	version           bool
+	help              bool
+	workers           int
+	timeout           time.Duration
+	memoryLimit       string
+	outputLimit       string
+	deno              string
+	cacheDir          string
+	logLevel          string
+}
+
+// newFlagSet defines the flags into v. Its output is discarded: errors are
+// returned and printed by the caller.
+func newFlagSet(v *flagValues) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("mcp-run-python", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	fs.IntVar(&v.port, "port", defaultPort, "port of the HTTP modes")
+	fs.StringVar(&v.host, "host", defaultHost, "address the HTTP modes listen on")
+	fs.StringVar(&v.returnMode, "return-mode", string(ReturnXML), "result format: xml or json")
+	fs.StringVar(&v.deps, "deps", "", "comma-separated packages installed into every interpreter")
+	fs.BoolVar(&v.disableNetworking, "disable-networking", false, "deny Python code access to the network")
+	fs.IntVar(&v.workers, "workers", defaultWorkers, "live worker limit: calls run in parallel up to it")
+	fs.DurationVar(&v.timeout, "timeout", defaultTimeout, "time limit of one call, such as 30s or 2m")
+	fs.StringVar(&v.memoryLimit, "memory-limit", defaultMemoryLimit, "memory a worker may use, such as 512MiB; 0 for no limit")
+	fs.StringVar(&v.outputLimit, "output-limit", defaultOutputLimit, "output kept per call, such as 64KiB; 0 for no limit")
+	fs.StringVar(&v.deno, "deno", "", "path of deno (default: deno on PATH, else $HOME/.deno/bin/deno)")
+	fs.StringVar(&v.cacheDir, "cache-dir", "", "runtime files and snapshots (default: the user cache directory/mcp-run-python)")
+	fs.StringVar(&v.logLevel, "log-level", defaultLogLevel, "level of the server's own log on stderr: debug, info, warn, error")
+	fs.BoolVar(&v.version, "version", false, "print the version and exit")
+	fs.BoolVarP(&v.help, "help", "h", false, "print this help and exit")
+	return fs
+}
+
+// usageText is the help printed for -h and after a usage error.
+func usageText() string {
+	var v flagValues
+	return `Usage: mcp-run-python [flags] MODE
+
+Runs Python code in sandboxed Pyodide workers, as an MCP server.
+
+Modes:
+  stdio                       MCP over stdin and stdout
+  streamable_http             Streamable HTTP at http://HOST:PORT/mcp, with sessions
+  streamable_http_stateless   Streamable HTTP at http://HOST:PORT/mcp, without sessions
+  sse                         HTTP+SSE: GET /sse, then POST to the endpoint it announces
+  warmup                      prepare everything a first call needs and run a check
+  example                     run a demo script and print its result
+  (streamable-http and streamable-http-stateless are accepted too)
+
+Flags (each can also be set with the environment variable MCP_RUN_PYTHON_<FLAG>,
+upper case with '-' as '_', such as MCP_RUN_PYTHON_RETURN_MODE=json; the
+command line wins):
+` + newFlagSet(&v).FlagUsages()
+}
+
+// settingsFromEnv lists the flags that the environment may set; --help and
+// --version are actions, not settings, so a stray variable cannot trigger them.
+func settingsFromEnv(fs *pflag.FlagSet) []string {
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Name != "help" && f.Name != "version" {
+			names = append(names, f.Name)
+		}
+	})
+	return names
+}
+
+// envName returns the environment variable that stands in for flag name.
+func envName(name string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// ParseConfig parses the arguments (without the program name). Flags may come
+// before or after the mode. A flag not given on the command line is read from
+// its environment variable when that is set and not empty. Wrong arguments
+// give a *UsageError.
+func ParseConfig(args []string, env Environment) (Config, error) {
+	var v flagValues
+	fs := newFlagSet(&v)
+	if err := fs.Parse(args); err != nil {
+		return Config{}, &UsageError{Err: err}
+	}
+	fromEnv := map[string]string{} // flag name → the variable that set it
+	for _, name := range settingsFromEnv(fs) {
+		if fs.Changed(name) {
+			continue
+		}
+		key := envName(name)
+		value, ok := env.LookupEnv(key)
+		if !ok || value == "" {
+			continue
+		}
+		if err := fs.Set(name, value); err != nil {
+			return Config{}, usageErrorf("invalid value %q for %s: %w", value, key, err)
+		}
+		fromEnv[name] = key
+	}
+	// source names where a flag's value came from, for error messages.
+	source := func(name string) string {
+		if key, ok := fromEnv[name]; ok {
+			return key
+		}
+		return "--" + name
+	}
+
+	cfg := Config{Help: v.help, Version: v.version}
+	if cfg.Help || cfg.Version {
+		return cfg, nil
+	}
+
+	switch rest := fs.Args(); len(rest) {
+	case 0:
+		return Config{}, usageErrorf("no mode given")
+	case 1:
+		mode, ok := parseMode(rest[0])
+		if !ok {
+			return Config{}, usageErrorf("unknown mode %q", rest[0])
+		}
+		cfg.Mode = mode
+	default:
+		return Config{}, usageErrorf("expected one mode, got %q", rest)
+	}
+
+	if v.port < 0 || v.port > math.MaxUint16 {
+		return Config{}, usageErrorf("invalid value %d for %s: not a port number", v.port, source("port"))
+	}
+	cfg.Port = v.port
+	if v.host == "" {
+		return Config{}, usageErrorf("invalid value for %s: empty host", source("host"))
+	}
+	cfg.Host = v.host
+	switch mode := ReturnMode(strings.ToLower(v.returnMode)); mode {
+	case ReturnXML, ReturnJSON:
+		cfg.ReturnMode = mode
+	default:
+		return Config{}, usageErrorf("invalid value %q for %s: want xml or json", v.returnMode, source("return-mode"))
+	}
+	level, err := zapcore.ParseLevel(v.logLevel)
+	if err != nil {
+		return Config{}, usageErrorf("invalid value %q for %s: %w", v.logLevel, source("log-level"), err)
+	}
+	cfg.LogLevel = level
+
+	if v.workers < 1 {
+		return Config{}, usageErrorf("invalid value %d for %s: need at least 1", v.workers, source("workers"))
+	}
+	if v.timeout <= 0 {
+		return Config{}, usageErrorf("invalid value %s for %s: must be positive", v.timeout, source("timeout"))
+	}
+	memoryLimit, err := parseBytes(v.memoryLimit, math.MaxInt64)
+	if err != nil {
+		return Config{}, usageErrorf("invalid value %q for %s: %w", v.memoryLimit, source("memory-limit"), err)
+	}
+	outputLimit, err := parseBytes(v.outputLimit, math.MaxInt)
+	if err != nil {
+		return Config{}, usageErrorf("invalid value %q for %s: %w", v.outputLimit, source("output-limit"), err)
+	}
+	deno := v.deno
+	if deno == "" {
+		deno = defaultDeno(env)
+	}
+	cacheDir := v.cacheDir
+	if cacheDir == "" {
+		if cacheDir, err = defaultCacheDir(env); err != nil {
+			return Config{}, usageErrorf("no cache directory: %w; set --cache-dir", err)
+		}
+	}
+
+	cfg.Supervisor = supervisor.Config{
+		Deno:        deno,
+		CacheDir:    cacheDir,
+		Workers:     v.workers,
+		Timeout:     v.timeout,
+		OutputLimit: int(outputLimit),
+		MemoryLimit: memoryLimit,
+		Deps:        splitDeps(v.deps),
+		Networking:  !v.disableNetworking,
+	}
+	return cfg, nil
+}
+
+// parseBytes parses a size such as 512MiB, 1GB or 1048576 (bytes), at most
+// limit. Units follow go-humanize: KiB/MiB/GiB are powers of 1024, kB/MB/GB
+// (and k/M/G) powers of 1000.
+func parseBytes(s string, limit uint64) (int64, error) {
+	n, err := humanize.ParseBytes(s)
+	if err != nil {
+		return 0, fmt.Errorf("not a size such as 512MiB: %w", err)
+	}
+	if n > limit {
+		return 0, errors.New("too large")
+	}
+	return int64(n), nil
+}
+
+// splitDeps splits --deps at commas, as upstream did, dropping empty entries.
+func splitDeps(s string) []string {
+	var deps []string
+	for _, dep := range strings.Split(s, ",") {
+		if dep = strings.TrimSpace(dep); dep != "" {
+			deps = append(deps, dep)
+		}
+	}
+	return deps
+}
+
+// defaultDeno returns deno from PATH, else $HOME/.deno/bin/deno (where deno's
+// installer puts it), else plain "deno".
+func defaultDeno(env Environment) string {
+	if path, err := env.LookPath("deno"); err == nil {
+		if abs, err := filepath.Abs(path); err == nil {
+			return abs
+		}
+		return path
+	}
+	if home, err := env.UserHomeDir(); err == nil && home != "" {
+		return filepath.Join(home, ".deno", "bin", "deno")
+	}
+	return "deno"
+}
+
+// defaultCacheDir returns the user cache directory's mcp-run-python, falling
+// back to $HOME/.cache/mcp-run-python.
+func defaultCacheDir(env Environment) (string, error) {
+	if dir, err := env.UserCacheDir(); err == nil && dir != "" {
+		return filepath.Join(dir, "mcp-run-python"), nil
+	}
+	home, err := env.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find home directory: %w", err)
+	}
+	if home == "" {
+		return "", errors.New("home directory unknown")
+	}
+	return filepath.Join(home, ".cache", "mcp-run-python"), nil
+}

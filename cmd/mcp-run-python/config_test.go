@@ -1,0 +1,215 @@
+package main
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+
+	"github.com/mcp-run-python/mcp-run-python/supervisor"
+)
+
+// fakeEnv is an Environment with fixed answers.
+type fakeEnv struct {
+	vars     map[string]string
+	denoPath string // "" when deno is not on PATH
+	cacheDir string // "" when unknown
+	home     string // "" when unknown
+}
+
+func (f fakeEnv) environment() Environment {
+	return Environment{
+		LookupEnv: func(key string) (string, bool) {
+			v, ok := f.vars[key]
+			return v, ok
+		},
+		LookPath: func(string) (string, error) {
+			if f.denoPath == "" {
+				return "", errors.New("not found")
+			}
+			return f.denoPath, nil
+		},
+		UserCacheDir: func() (string, error) {
+			if f.cacheDir == "" {
+				return "", errors.New("no cache dir")
+			}
+			return f.cacheDir, nil
+		},
+		UserHomeDir: func() (string, error) {
+			if f.home == "" {
+				return "", errors.New("no home")
+			}
+			return f.home, nil
+		},
+	}
+}
+
+// standardEnv has deno on PATH and a cache directory.
+func standardEnv() fakeEnv {
+	return fakeEnv{denoPath: "/usr/bin/deno", cacheDir: "/home/u/.cache", home: "/home/u"}
+}
+
+// defaultConfig is the configuration of "stdio" in standardEnv.
+func defaultConfig() Config {
+	return Config{
+		Mode:       ModeStdio,
+		Host:       "127.0.0.1",
+		Port:       3001,
+		ReturnMode: ReturnXML,
+		LogLevel:   zapcore.WarnLevel,
+		Supervisor: supervisor.Config{
+			Deno:        "/usr/bin/deno",
+			CacheDir:    "/home/u/.cache/mcp-run-python",
+			Workers:     2,
+			Timeout:     60 * time.Second,
+			OutputLimit: 1 << 20,
+			MemoryLimit: 1 << 30,
+			Networking:  true,
+		},
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		env    fakeEnv
+		change func(*Config)
+	}{
+		{"defaults", []string{"stdio"}, standardEnv(), nil},
+		{"flags after the mode", []string{"sse", "--port", "8080", "--host", "0.0.0.0"}, standardEnv(),
+			func(c *Config) { c.Mode, c.Port, c.Host = ModeSSE, 8080, "0.0.0.0" }},
+		{"flags before the mode", []string{"--port=8080", "--return-mode", "json", "streamable_http"}, standardEnv(),
+			func(c *Config) { c.Mode, c.Port, c.ReturnMode = ModeStreamableHTTP, 8080, ReturnJSON }},
+		{"hyphenated streamable-http", []string{"streamable-http"}, standardEnv(),
+			func(c *Config) { c.Mode = ModeStreamableHTTP }},
+		{"hyphenated streamable-http-stateless", []string{"streamable-http-stateless"}, standardEnv(),
+			func(c *Config) { c.Mode = ModeStreamableHTTPStateless }},
+		{"warmup", []string{"warmup"}, standardEnv(), func(c *Config) { c.Mode = ModeWarmup }},
+		{"example", []string{"example"}, standardEnv(), func(c *Config) { c.Mode = ModeExample }},
+		{"deps split at commas", []string{"stdio", "--deps", "numpy, pydantic>=2,,httpx"}, standardEnv(),
+			func(c *Config) { c.Supervisor.Deps = []string{"numpy", "pydantic>=2", "httpx"} }},
+		{"disable networking", []string{"stdio", "--disable-networking"}, standardEnv(),
+			func(c *Config) { c.Supervisor.Networking = false }},
+		{"limits and timeout", []string{"stdio", "--workers", "8", "--timeout", "1m30s", "--memory-limit", "512MiB", "--output-limit", "64KiB"}, standardEnv(),
+			func(c *Config) {
+				c.Supervisor.Workers, c.Supervisor.Timeout = 8, 90*time.Second
+				c.Supervisor.MemoryLimit, c.Supervisor.OutputLimit = 512<<20, 64<<10
+			}},
+		{"decimal units and zero", []string{"stdio", "--memory-limit", "2GB", "--output-limit", "0"}, standardEnv(),
+			func(c *Config) { c.Supervisor.MemoryLimit, c.Supervisor.OutputLimit = 2e9, 0 }},
+		{"log level", []string{"stdio", "--log-level", "debug"}, standardEnv(),
+			func(c *Config) { c.LogLevel = zapcore.DebugLevel }},
+		{"explicit deno and cache dir", []string{"stdio", "--deno", "/opt/deno", "--cache-dir", "/tmp/c"}, standardEnv(),
+			func(c *Config) { c.Supervisor.Deno, c.Supervisor.CacheDir = "/opt/deno", "/tmp/c" }},
+		{"deno from home when not on PATH", []string{"stdio"}, fakeEnv{cacheDir: "/home/u/.cache", home: "/home/u"},
+			func(c *Config) { c.Supervisor.Deno = "/home/u/.deno/bin/deno" }},
+		{"cache dir from home", []string{"stdio"}, fakeEnv{denoPath: "/usr/bin/deno", home: "/home/u"},
+			func(c *Config) { c.Supervisor.CacheDir = "/home/u/.cache/mcp-run-python" }},
+		{"env sets flags", []string{"stdio"}, withVars(standardEnv(), map[string]string{
+			"MCP_RUN_PYTHON_PORT":               "9000",
+			"MCP_RUN_PYTHON_RETURN_MODE":        "json",
+			"MCP_RUN_PYTHON_DEPS":               "a,b",
+			"MCP_RUN_PYTHON_DISABLE_NETWORKING": "true",
+			"MCP_RUN_PYTHON_MEMORY_LIMIT":       "256MiB",
+			"MCP_RUN_PYTHON_TIMEOUT":            "5s",
+			"MCP_RUN_PYTHON_LOG_LEVEL":          "error",
+		}), func(c *Config) {
+			c.Port, c.ReturnMode, c.LogLevel = 9000, ReturnJSON, zapcore.ErrorLevel
+			c.Supervisor.Deps, c.Supervisor.Networking = []string{"a", "b"}, false
+			c.Supervisor.MemoryLimit, c.Supervisor.Timeout = 256<<20, 5*time.Second
+		}},
+		{"command line wins over env", []string{"stdio", "--port", "8000"}, withVars(standardEnv(), map[string]string{
+			"MCP_RUN_PYTHON_PORT": "9000",
+		}), func(c *Config) { c.Port = 8000 }},
+		{"empty env ignored", []string{"stdio"}, withVars(standardEnv(), map[string]string{
+			"MCP_RUN_PYTHON_PORT": "",
+		}), nil},
+		{"env cannot ask for version or help", []string{"stdio"}, withVars(standardEnv(), map[string]string{
+			"MCP_RUN_PYTHON_VERSION": "true",
+			"MCP_RUN_PYTHON_HELP":    "true",
+		}), nil},
+		{"version needs no mode", []string{"--version"}, standardEnv(),
+			func(c *Config) { *c = Config{Version: true} }},
+		{"help needs no mode", []string{"-h"}, standardEnv(),
+			func(c *Config) { *c = Config{Help: true} }},
+		{"long help", []string{"--help", "stdio"}, standardEnv(),
+			func(c *Config) { *c = Config{Help: true} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseConfig(tt.args, tt.env.environment())
+			if err != nil {
+				t.Fatalf("ParseConfig(%q): %v", tt.args, err)
+			}
+			want := defaultConfig()
+			if tt.change != nil {
+				tt.change(&want)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("ParseConfig(%q)\n got: %+v\nwant: %+v", tt.args, got, want)
+			}
+		})
+	}
+}
+
+// withVars returns env with the environment variables vars.
+func withVars(env fakeEnv, vars map[string]string) fakeEnv {
+	env.vars = vars
+	return env
+}
+
+func TestParseConfigUsageErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     fakeEnv
+		mention string // the message must name the culprit
+	}{
+		{"no mode", nil, standardEnv(), "no mode"},
+		{"unknown mode", []string{"serve"}, standardEnv(), `"serve"`},
+		{"two modes", []string{"stdio", "sse"}, standardEnv(), "one mode"},
+		{"unknown flag", []string{"stdio", "--bogus"}, standardEnv(), "bogus"},
+		{"flag without value", []string{"stdio", "--port"}, standardEnv(), "port"},
+		{"port not a number", []string{"stdio", "--port", "abc"}, standardEnv(), "port"},
+		{"port out of range", []string{"stdio", "--port", "70000"}, standardEnv(), "--port"},
+		{"bad return mode", []string{"stdio", "--return-mode", "yaml"}, standardEnv(), "--return-mode"},
+		{"zero workers", []string{"stdio", "--workers", "0"}, standardEnv(), "--workers"},
+		{"bad timeout", []string{"stdio", "--timeout", "soon"}, standardEnv(), "timeout"},
+		{"zero timeout", []string{"stdio", "--timeout", "0s"}, standardEnv(), "--timeout"},
+		{"bad memory limit", []string{"stdio", "--memory-limit", "lots"}, standardEnv(), "--memory-limit"},
+		{"negative output limit", []string{"stdio", "--output-limit", "-1KiB"}, standardEnv(), "--output-limit"},
+		{"bad log level", []string{"stdio", "--log-level", "loud"}, standardEnv(), "--log-level"},
+		{"bad env value", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_PORT": "abc"}), "MCP_RUN_PYTHON_PORT"},
+		{"bad env value checked later", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_RETURN_MODE": "yaml"}), "MCP_RUN_PYTHON_RETURN_MODE"},
+		{"no cache dir at all", []string{"stdio"}, fakeEnv{denoPath: "/usr/bin/deno"}, "--cache-dir"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseConfig(tt.args, tt.env.environment())
+			var usage *UsageError
+			if !errors.As(err, &usage) {
+				t.Fatalf("ParseConfig(%q) error = %v, want a *UsageError", tt.args, err)
+			}
+			if !strings.Contains(err.Error(), tt.mention) {
+				t.Errorf("error %q does not mention %q", err, tt.mention)
+			}
+		})
+	}
+}
+
+func TestUsageTextListsEveryFlagAndMode(t *testing.T) {
+	text := usageText()
+	for _, want := range []string{
+		"--port", "--host", "--return-mode", "--deps", "--disable-networking", "--version", "-h, --help",
+		"--workers", "--timeout", "--memory-limit", "--output-limit", "--deno", "--cache-dir", "--log-level",
+		"stdio", "streamable_http_stateless", "sse", "warmup", "example", "MCP_RUN_PYTHON_",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("usage text lacks %q", want)
+		}
+	}
+}

@@ -1,0 +1,239 @@
+// Command mcp-run-python is an MCP server that runs Python code in sandboxed
+// Deno+Pyodide workers, a drop-in replacement for jsr:@pydantic/mcp-run-python.
+//
+// Usage:
+//
+//	mcp-run-python [flags] stdio|streamable_http|streamable_http_stateless|sse|warmup|example
+//
+// Run it with -h for the flags.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor"
+)
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// How long the engine gets to stop when the program ends.
+const engineCloseTimeout = 10 * time.Second
+
+// warmupCheckCode is the script warmup runs to check the whole path.
+const warmupCheckCode = `import sys
+print(f'Python {sys.version.split()[0]} is ready')
+1 + 1
+`
+
+// exampleCode is the demo script of the example mode; it needs nothing but
+// the standard library.
+const exampleCode = `import json
+import statistics
+
+temperatures = [21.5, 23.0, 19.8, 25.1, 22.4]
+print(f'mean temperature: {statistics.mean(temperatures):.2f}')
+json.loads(json.dumps({
+    'median': statistics.median(temperatures),
+    'stdev': round(statistics.stdev(temperatures), 3),
+    'warmest': max(temperatures),
+}))
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], streams{in: os.Stdin, out: os.Stdout, err: os.Stderr}, OSEnvironment(), newSupervisor)
+	stop()
+	os.Exit(code)
+}
+
+// engine is what the program needs of the supervisor.
+type engine interface {
+	runner
+	// Start prepares and warms the pool in the background and returns at once.
+	Start(ctx context.Context)
+	// Warmup prepares everything a first call needs, reporting each step.
+	Warmup(ctx context.Context, progress func(step string)) error
+	// Close stops all workers.
+	Close(ctx context.Context) error
+}
+
+// newEngineFunc makes the engine; tests pass a fake.
+type newEngineFunc func(cfg supervisor.Config, log *zap.Logger) engine
+
+// newSupervisor makes the real engine.
+func newSupervisor(cfg supervisor.Config, log *zap.Logger) engine {
+	return supervisor.New(cfg, log)
+}
+
+// streams are the standard streams of the program. In stdio mode out carries
+// MCP messages and nothing else.
+type streams struct {
+	in  io.Reader
+	out io.Writer
+	err io.Writer
+}
+
+// run is the program: it parses args, dispatches on the mode and returns the
+// exit status.
+func run(ctx context.Context, args []string, std streams, env Environment, newEngine newEngineFunc) int {
+	cfg, err := ParseConfig(args, env)
+	if err != nil {
+		fmt.Fprintf(std.err, "mcp-run-python: %v\n\n%s", err, usageText())
+		return exitUsage
+	}
+	version := buildVersion()
+	switch {
+	case cfg.Help:
+		fmt.Fprint(std.out, usageText())
+		return exitOK
+	case cfg.Version:
+		fmt.Fprintf(std.out, "mcp-run-python %s\n", version)
+		return exitOK
+	}
+
+	log := newLogger(cfg.LogLevel, std.err)
+	defer func() { _ = log.Sync() }()
+	eng := newEngine(cfg.Supervisor, log)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), engineCloseTimeout)
+		defer cancel()
+		if err := eng.Close(ctx); err != nil {
+			log.Warn("stop workers", zap.Error(err))
+		}
+	}()
+
+	switch cfg.Mode {
+	case ModeWarmup:
+		return warmup(ctx, eng, std.err, version)
+	case ModeExample:
+		return example(ctx, eng, std, version)
+	}
+
+	// Start returns at once by contract; it still runs on its own goroutine
+	// so that initialize can never wait for the runtime.
+	started := make(chan struct{})
+	go func() {
+		defer close(started)
+		eng.Start(ctx)
+	}()
+	o := serverOptions{Version: version, Runner: eng, ReturnMode: cfg.ReturnMode, Log: log}
+	err = serve(ctx, cfg, o, std)
+	select {
+	case <-started:
+	case <-time.After(engineCloseTimeout):
+		log.Warn("engine start did not return")
+	}
+	if err != nil {
+		fmt.Fprintf(std.err, "mcp-run-python: %v\n", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// serve serves MCP in one of the server modes until ctx is done (or, for
+// stdio, until stdin ends).
+func serve(ctx context.Context, cfg Config, o serverOptions, std streams) error {
+	if cfg.Mode == ModeStdio {
+		return serveStdio(ctx, o, cfg.Supervisor.Workers, std.in, std.out)
+	}
+	fe, err := newHTTPFrontEnd(cfg.Mode, o)
+	if err != nil {
+		return err
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	path := streamablePath
+	if cfg.Mode == ModeSSE {
+		path = sseStreamPath
+	}
+	fmt.Fprintf(std.err, "mcp-run-python %s: serving %s at http://%s%s\n", o.Version, cfg.Mode, ln.Addr(), path)
+	return serveHTTP(ctx, ln, fe, o.Log)
+}
+
+// warmup prepares the runtime, runs a check script and reports on stderr.
+func warmup(ctx context.Context, eng engine, stderr io.Writer, version string) int {
+	fmt.Fprintf(stderr, "Warming up MCP Run Python version %s...\n", version)
+	if err := eng.Warmup(ctx, func(step string) { fmt.Fprintln(stderr, step) }); err != nil {
+		fmt.Fprintf(stderr, "warmup failed: %v\n", err)
+		return exitFailure
+	}
+	eng.Start(ctx)
+	res, err := eng.Run(ctx, warmupCheckCode, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "warmup check failed: %v\n", err)
+		return exitFailure
+	}
+	fmt.Fprintf(stderr, "Check result:\n%s\n", renderXML(res))
+	if res.Status != bridge.StatusSuccess {
+		fmt.Fprintln(stderr, "warmup check failed")
+		return exitFailure
+	}
+	fmt.Fprintln(stderr, "warmup successful")
+	return exitOK
+}
+
+// example runs the demo script through the whole path: printed lines go to
+// stderr as they come, the rendered result to stdout.
+func example(ctx context.Context, eng engine, std streams, version string) int {
+	fmt.Fprintf(std.err, "Running example script for MCP Run Python version %s...\n", version)
+	if err := eng.Warmup(ctx, func(step string) { fmt.Fprintln(std.err, step) }); err != nil {
+		fmt.Fprintf(std.err, "warmup failed: %v\n", err)
+		return exitFailure
+	}
+	eng.Start(ctx)
+	res, err := eng.Run(ctx, exampleCode, func(line bridge.Line) {
+		fmt.Fprintf(std.err, "%s: %s\n", lineLevel(line), line.Text)
+	})
+	if err != nil {
+		fmt.Fprintf(std.err, "example failed: %v\n", err)
+		return exitFailure
+	}
+	fmt.Fprintf(std.out, "Tool return value:\n%s\n", renderXML(res))
+	if res.Status != bridge.StatusSuccess {
+		return exitFailure
+	}
+	return exitOK
+}
+
+// newLogger returns the program's own log, human-readable, on w (stderr).
+func newLogger(level zapcore.Level, w io.Writer) *zap.Logger {
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	enc.EncodeLevel = zapcore.CapitalLevelEncoder
+	sink := zapcore.Lock(zapcore.AddSync(w))
+	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), sink, level)
+	return zap.New(core, zap.ErrorOutput(sink)).Named("mcp-run-python")
+}
+
+// buildVersion returns the module version the binary was built from
+// (go install ...@v1.2.3 records it), or "dev".
+func buildVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if v := info.Main.Version; v != "" && v != "(devel)" {
+			return strings.TrimPrefix(v, "v")
+		}
+	}
+	return "dev"
+}

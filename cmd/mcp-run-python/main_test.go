@@ -1,0 +1,311 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"go.uber.org/zap"
+
+	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor"
+)
+
+// fakeEngine is an engine around a fakeRunner.
+type fakeEngine struct {
+	fakeRunner
+	warmupErr error
+	result    *bridge.Result // when set, what Run returns
+	// startGate, when not nil, makes Start wait until it is closed.
+	startGate chan struct{}
+
+	mu     sync.Mutex
+	cfg    supervisor.Config
+	codes  []string
+	closed bool
+}
+
+func (e *fakeEngine) Start(context.Context) {
+	if e.startGate != nil {
+		<-e.startGate
+	}
+}
+
+func (e *fakeEngine) Warmup(_ context.Context, progress func(string)) error {
+	progress("step one")
+	progress("step two")
+	return e.warmupErr
+}
+
+func (e *fakeEngine) Run(ctx context.Context, code string, onLine func(bridge.Line)) (bridge.Result, error) {
+	e.mu.Lock()
+	e.codes = append(e.codes, code)
+	e.mu.Unlock()
+	if e.result != nil {
+		for _, line := range e.result.Output {
+			if onLine != nil {
+				onLine(bridge.Line{Stream: bridge.Stdout, Text: line})
+			}
+		}
+		return *e.result, nil
+	}
+	return e.fakeRunner.Run(ctx, code, onLine)
+}
+
+func (e *fakeEngine) Close(context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closed = true
+	return nil
+}
+
+// factory returns a newEngineFunc that hands out e.
+func (e *fakeEngine) factory() newEngineFunc {
+	return func(cfg supervisor.Config, _ *zap.Logger) engine {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.cfg = cfg
+		return e
+	}
+}
+
+// runResult is what run printed and returned.
+type runResult struct {
+	code   int
+	stdout string
+	stderr string
+}
+
+// runProgram runs the program with args and no input.
+func runProgram(t *testing.T, args []string, e *fakeEngine) runResult {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(testContext(t), args, streams{in: strings.NewReader(""), out: &lockedBuffer{b: &stdout}, err: &lockedBuffer{b: &stderr}},
+		standardEnv().environment(), e.factory())
+	return runResult{code, stdout.String(), stderr.String()}
+}
+
+func TestRunArguments(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		stdout     string // exact, when checked
+		stderrHas  string
+		stdoutHas  string
+		checkExact bool
+	}{
+		{name: "no mode", args: nil, code: exitUsage, stderrHas: "mcp-run-python: no mode given\n\nUsage: mcp-run-python", checkExact: true},
+		{name: "unknown mode", args: []string{"serve"}, code: exitUsage, stderrHas: `unknown mode "serve"`, checkExact: true},
+		{name: "unknown flag", args: []string{"stdio", "--nope"}, code: exitUsage, stderrHas: "unknown flag: --nope", checkExact: true},
+		{name: "bad value", args: []string{"--timeout", "x", "stdio"}, code: exitUsage, stderrHas: "Usage:", checkExact: true},
+		{name: "version", args: []string{"--version"}, code: exitOK, stdout: "mcp-run-python " + buildVersion() + "\n", checkExact: true},
+		{name: "help", args: []string{"--help"}, code: exitOK, stdoutHas: "Usage: mcp-run-python [flags] MODE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := runProgram(t, tt.args, &fakeEngine{})
+			if got.code != tt.code {
+				t.Errorf("exit %d, want %d (stderr %q)", got.code, tt.code, got.stderr)
+			}
+			if tt.checkExact && got.stdout != tt.stdout {
+				t.Errorf("stdout %q, want %q", got.stdout, tt.stdout)
+			}
+			if !strings.Contains(got.stderr, tt.stderrHas) {
+				t.Errorf("stderr %q lacks %q", got.stderr, tt.stderrHas)
+			}
+			if !strings.Contains(got.stdout, tt.stdoutHas) {
+				t.Errorf("stdout %q lacks %q", got.stdout, tt.stdoutHas)
+			}
+		})
+	}
+}
+
+func TestRunWarmup(t *testing.T) {
+	failed := bridge.Result{Status: bridge.StatusRunError, Error: "Traceback..."}
+	tests := []struct {
+		name      string
+		engine    *fakeEngine
+		code      int
+		stderrHas []string
+	}{
+		{"success", &fakeEngine{fakeRunner: fakeRunner{lines: 1}}, exitOK,
+			[]string{"step one\nstep two\n", "<status>success</status>", "warmup successful"}},
+		{"warmup fails", &fakeEngine{warmupErr: errors.New("no deno")}, exitFailure,
+			[]string{"warmup failed: no deno"}},
+		{"check cannot run", &fakeEngine{fakeRunner: fakeRunner{runErr: errors.New("boom")}}, exitFailure,
+			[]string{"warmup check failed: boom"}},
+		{"check fails", &fakeEngine{result: &failed}, exitFailure,
+			[]string{"<status>run-error</status>", "warmup check failed"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := runProgram(t, []string{"warmup"}, tt.engine)
+			if got.code != tt.code {
+				t.Errorf("exit %d, want %d; stderr %q", got.code, tt.code, got.stderr)
+			}
+			if got.stdout != "" {
+				t.Errorf("warmup wrote to stdout: %q", got.stdout)
+			}
+			for _, want := range tt.stderrHas {
+				if !strings.Contains(got.stderr, want) {
+					t.Errorf("stderr %q lacks %q", got.stderr, want)
+				}
+			}
+			if !tt.engine.closed {
+				t.Errorf("engine not closed")
+			}
+		})
+	}
+}
+
+func TestRunExample(t *testing.T) {
+	ok := bridge.Result{Status: bridge.StatusSuccess, Output: []string{"mean temperature: 22.36"},
+		ReturnValue: raw("{\n  \"median\": 22.4\n}")}
+	bad := bridge.Result{Status: bridge.StatusRunError, Output: []string{"partial"}, Error: "ImportError"}
+	for _, tt := range []struct {
+		name string
+		res  bridge.Result
+		code int
+	}{
+		{"success", ok, exitOK},
+		{"failure", bad, exitFailure},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := &fakeEngine{result: &tt.res}
+			got := runProgram(t, []string{"example"}, e)
+			if got.code != tt.code {
+				t.Errorf("exit %d, want %d", got.code, tt.code)
+			}
+			if want := "Tool return value:\n" + renderXML(tt.res) + "\n"; got.stdout != want {
+				t.Errorf("stdout %q, want %q", got.stdout, want)
+			}
+			if want := "info: " + tt.res.Output[0] + "\n"; !strings.Contains(got.stderr, want) {
+				t.Errorf("stderr %q lacks the printed line %q", got.stderr, want)
+			}
+			if len(e.codes) != 1 || e.codes[0] != exampleCode {
+				t.Errorf("ran %q, want the example script", e.codes)
+			}
+		})
+	}
+}
+
+// TestRunStdioAnswersAtOnce runs the program in stdio mode with an engine
+// whose Start does not return: initialize and a call are still answered, and
+// stdout carries nothing but JSON-RPC messages.
+func TestRunStdioAnswersAtOnce(t *testing.T) {
+	e := &fakeEngine{fakeRunner: fakeRunner{lines: 3}, startGate: make(chan struct{})}
+	clientIn, serverOut := io.Pipe()
+	serverIn, clientOut := io.Pipe()
+	var wire bytes.Buffer // everything the program wrote to stdout
+	var stderr bytes.Buffer
+	exited := make(chan int, 1)
+	go func() {
+		code := run(context.Background(), []string{"stdio", "--workers", "3"},
+			streams{in: serverIn, out: io.MultiWriter(serverOut, &lockedBuffer{b: &wire}), err: &lockedBuffer{b: &stderr}},
+			standardEnv().environment(), e.factory())
+		_ = serverOut.Close()
+		exited <- code
+	}()
+	c := newTestClient(t, transport.NewIO(clientIn, clientOut, io.NopCloser(strings.NewReader(""))), legacy)
+	c.setLevel(t, mcp.LoggingLevelInfo)
+	text, isError, err := c.call(testContext(t), map[string]any{codeArgument: "hi"})
+	if err != nil || isError || text != expectedXML("hi", 3) {
+		t.Fatalf("call: err %v, isError %v, %q", err, isError, text)
+	}
+	close(e.startGate)
+	_ = clientOut.Close() // end of stdin: the program stops
+	select {
+	case code := <-exited:
+		if code != exitOK {
+			t.Errorf("exit %d, stderr %q", code, stderr.String())
+		}
+	case <-testContext(t).Done():
+		t.Fatal("program did not stop at the end of stdin")
+	}
+	if e.cfg.Workers != 3 || !e.closed {
+		t.Errorf("engine config %+v, closed %v", e.cfg, e.closed)
+	}
+	scanner := bufio.NewScanner(&wire)
+	for scanner.Scan() {
+		var msg struct {
+			JSONRPC string `json:"jsonrpc"`
+		}
+		if err := json.Unmarshal(scanner.Bytes(), &msg); err != nil || msg.JSONRPC != "2.0" {
+			t.Errorf("stdout line is not a JSON-RPC message: %q", scanner.Text())
+		}
+	}
+}
+
+// TestRunHTTPStopsOnSignal serves streamable HTTP on a free port, makes a
+// call, and stops when the context ends, as on SIGINT or SIGTERM.
+func TestRunHTTPStopsOnSignal(t *testing.T) {
+	for _, mode := range []string{"streamable-http", "sse"} {
+		t.Run(mode, func(t *testing.T) {
+			e := &fakeEngine{fakeRunner: fakeRunner{lines: 2}}
+			ctx, stop := context.WithCancel(testContext(t))
+			defer stop()
+			stderrR, stderrW := io.Pipe()
+			exited := make(chan int, 1)
+			go func() {
+				exited <- run(ctx, []string{mode, "--port", "0"}, streams{in: strings.NewReader(""), out: io.Discard, err: stderrW},
+					standardEnv().environment(), e.factory())
+				_ = stderrW.Close()
+			}()
+			lines := bufio.NewScanner(stderrR)
+			var url string
+			for url == "" && lines.Scan() {
+				if _, after, ok := strings.Cut(lines.Text(), " at http://"); ok {
+					url = "http://" + after
+				}
+			}
+			go func() { _, _ = io.Copy(io.Discard, stderrR) }()
+			if url == "" {
+				t.Fatal("no serving address on stderr")
+			}
+			var tr transport.Interface
+			var err error
+			if mode == "sse" {
+				tr, err = transport.NewSSE(url)
+			} else {
+				tr, err = transport.NewStreamableHTTP(url)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := newTestClient(t, tr, legacy)
+			if text, isError, err := c.call(testContext(t), map[string]any{codeArgument: "net"}); err != nil || isError || text != expectedXML("net", 2) {
+				t.Fatalf("call: err %v, isError %v, %q", err, isError, text)
+			}
+			stop()
+			select {
+			case code := <-exited:
+				if code != exitOK {
+					t.Errorf("exit %d", code)
+				}
+			case <-testContext(t).Done():
+				t.Fatal("program did not stop")
+			}
+		})
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}

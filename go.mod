@@ -1,0 +1,21 @@
+module github.com/mcp-run-python/mcp-run-python
+
+go 1.26.8
+
+require (
+	github.com/coder/websocket v1.8.14
+	github.com/dustin/go-humanize v1.1.0
+	github.com/mark3labs/mcp-go v1.2.1
+	github.com/spf13/pflag v1.0.10
+	go.uber.org/zap v1.28.0
+)
+
+require (
+	github.com/google/jsonschema-go v0.4.2 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
+	github.com/spf13/cast v1.7.1 // indirect
+	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	go.uber.org/multierr v1.10.0 // indirect
+	golang.org/x/text v0.14.0 // indirect
+)

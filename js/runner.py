@@ -1,0 +1,168 @@
+"""Runs one call's code inside Pyodide and describes its outcome as JSON.
+
+Loaded by runner.ts before the memory snapshot is taken, so every worker
+starts with this module already imported.
+"""
+
+import dataclasses
+import datetime
+import decimal
+import enum
+import json
+import math
+import re
+import sys
+import traceback
+import uuid
+
+from pyodide.code import eval_code_async
+
+# Frames of Pyodide's own machinery and of this module: users never see them.
+# The same pattern upstream applies to the traceback text, so the text matches.
+_MACHINERY = re.compile(
+    r' {2}File "(?:/lib/python\d+\.zip/_pyodide/|<mcp-run-python>)[^\n]*\n(?: {4}[^\n]*\n)*'
+)
+
+
+async def run(code: str) -> str:
+    """Runs code as module __main__ from main.py; returns the outcome as a result frame."""
+    try:
+        value = await eval_code_async(code, {'__name__': '__main__'}, filename='main.py')
+        if value is None:
+            return '{"type":"result","status":"success"}'
+        # The indented value goes into the frame as it is: the Go side keeps
+        # its bytes, so what the client sees is exactly what was dumped here.
+        is_str = 'true' if isinstance(value, str) else 'false'
+        return f'{{"type":"result","status":"success","return_string":{is_str},"return_value":{dump_json(value)}}}'
+    except BaseException as e:  # SystemExit and KeyboardInterrupt are run errors too
+        return json.dumps({'type': 'result', 'status': 'run-error', 'error': format_error(e)})
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+
+
+def format_error(e: BaseException) -> str:
+    """The traceback as Python prints it, without Pyodide's frames."""
+    return _MACHINERY.sub('', ''.join(traceback.format_exception(e)))
+
+
+def dump_json(value: object) -> str:
+    """JSON with a 2-space indent, following pydantic_core's to_json conventions."""
+    return _encode(_jsonable(value, set()), '')
+
+
+def _encode(v: object, indent: str) -> str:
+    # By hand rather than json.dumps: floats must be written as serde_json
+    # (pydantic_core) writes them, which json.dumps cannot be told to do.
+    if isinstance(v, float):
+        return _float(v)
+    if isinstance(v, list):
+        if not v:
+            return '[]'
+        inner = indent + '  '
+        return '[\n' + ',\n'.join(inner + _encode(x, inner) for x in v) + '\n' + indent + ']'
+    if isinstance(v, dict):
+        if not v:
+            return '{}'
+        inner = indent + '  '
+        items = (f'{inner}{_string(k)}: {_encode(x, inner)}' for k, x in v.items())
+        return '{\n' + ',\n'.join(items) + '\n' + indent + '}'
+    if isinstance(v, str):
+        return _string(v)
+    return json.dumps(v)
+
+
+def _string(s: str) -> str:
+    return json.dumps(s, ensure_ascii=False)
+
+
+def _float(x: float) -> str:
+    """Formats x as Rust's ryu does: shortest digits, exponent past 1e16 and below 1e-5."""
+    if x == 0:
+        return '-0.0' if math.copysign(1, x) < 0 else '0.0'
+    sign, digit_tuple, e = decimal.Decimal(repr(x)).normalize().as_tuple()
+    d = ''.join(map(str, digit_tuple))
+    s = '-' if sign else ''
+    kk = len(d) + e  # position of the decimal point
+    if 0 <= e and kk <= 16:
+        return f'{s}{d}{"0" * e}.0'
+    if 0 < kk <= 16:
+        return f'{s}{d[:kk]}.{d[kk:]}'
+    if -5 < kk <= 0:
+        return f'{s}0.{"0" * -kk}{d}'
+    return f'{s}{d[0]}{"." + d[1:] if len(d) > 1 else ""}e{kk - 1}'
+
+
+def _key(k: object) -> str:
+    if isinstance(k, str):
+        return k
+    if isinstance(k, bool):
+        return 'true' if k else 'false'
+    if isinstance(k, enum.Enum):
+        return _key(k.value)
+    if isinstance(k, float):
+        return _float(k)
+    if isinstance(k, (int, decimal.Decimal, uuid.UUID)):
+        return str(k)
+    if isinstance(k, (datetime.date, datetime.time)):
+        return _iso(k)
+    return repr(k) if k is not None else 'None'
+
+
+def _iso(v: datetime.date | datetime.time) -> str:
+    text = v.isoformat()
+    return text[:-6] + 'Z' if text.endswith('+00:00') else text
+
+
+def _duration(d: datetime.timedelta) -> str:
+    sign = '-' if d < datetime.timedelta(0) else ''
+    d = abs(d)
+    seconds = d.seconds + d.microseconds / 1e6
+    text = f'{sign}P'
+    if d.days:
+        text += f'{d.days}D'
+    if seconds or not d.days:
+        text += 'T' + (f'{seconds:g}' if d.microseconds else str(d.seconds)) + 'S'
+    return text
+
+
+def _jsonable(v: object, active: set[int]) -> object:
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, enum.Enum):
+        return _jsonable(v.value, active)
+    if isinstance(v, int):
+        return int(v)
+    if isinstance(v, float):
+        return None if math.isnan(v) or math.isinf(v) else float(v)
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v).decode()
+    if isinstance(v, (decimal.Decimal, uuid.UUID)):
+        return str(v)
+    if isinstance(v, (datetime.date, datetime.time)):
+        return _iso(v)
+    if isinstance(v, datetime.timedelta):
+        return _duration(v)
+    if isinstance(v, (dict, list, tuple, set, frozenset)) or dataclasses.is_dataclass(v):
+        if id(v) in active:
+            raise ValueError('Circular reference detected (id repeated)')
+        active.add(id(v))
+        try:
+            if isinstance(v, dict):
+                return {_key(k): _jsonable(x, active) for k, x in v.items()}
+            if dataclasses.is_dataclass(v) and not isinstance(v, type):
+                return {f.name: _jsonable(getattr(v, f.name), active) for f in dataclasses.fields(v)}
+            if isinstance(v, (list, tuple, set, frozenset)):
+                return [_jsonable(x, active) for x in v]
+        finally:
+            active.discard(id(v))
+    module = type(v).__module__
+    if hasattr(v, 'model_dump_json') and hasattr(type(v), 'model_fields'):
+        return json.loads(v.model_dump_json())  # a pydantic model
+    if module == 'numpy':
+        if type(v).__name__ in {'ndarray', 'matrix'}:
+            return _jsonable(v.tolist(), active)
+        return _jsonable(v.item(), active)
+    if module == 'pyodide.ffi':
+        return _jsonable(v.to_py(), active)
+    return repr(v)

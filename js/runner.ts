@@ -1,0 +1,134 @@
+// The runner: a Web Worker that owns the Pyodide interpreter.
+//
+// It speaks the bridge protocol (bridge/protocol.go) through its parent,
+// worker.ts, which relays every frame unchanged: strings are JSON frames,
+// Uint8Arrays are the memory snapshot. Python runs here, off the parent's
+// thread, so the parent stays free to stream output while code runs.
+
+/// <reference lib="deno.worker" />
+
+import type { PyodideAPI } from "pyodide";
+import runnerSource from "./runner.py" with { type: "text" };
+
+/** What the parent tells the runner before anything else. */
+export interface Init {
+  type: "init";
+  /** Directory of the pyodide npm package, symlinks resolved. */
+  pyodide: string;
+  /** Memory snapshot to restore; absent for a plain load. */
+  snapshot?: string;
+  /** Load plainly, then send a snapshot instead of serving a run. */
+  makeSnapshot?: boolean;
+}
+
+type Stream = "stdout" | "stderr";
+
+const send = (frame: string | Uint8Array) =>
+  frame instanceof Uint8Array
+    ? self.postMessage(frame, [frame.buffer as ArrayBuffer])
+    : self.postMessage(frame);
+
+const fatal = (error: unknown) => {
+  send(JSON.stringify({ type: "fatal", error: String(error) }));
+  self.close();
+};
+
+/** Splits one stream's bytes into lines, keeping an unfinished last line. */
+class LineSplitter {
+  private decoder = new TextDecoder();
+  private partial = "";
+
+  constructor(private stream: Stream) {}
+
+  write(bytes: Uint8Array): number {
+    const text = this.partial + this.decoder.decode(bytes, { stream: true });
+    const lines = text.split("\n");
+    this.partial = lines.pop()!;
+    this.emit(lines);
+    return bytes.length;
+  }
+
+  flush() {
+    const rest = this.partial + this.decoder.decode();
+    this.partial = "";
+    if (rest) this.emit([rest]);
+  }
+
+  private emit(lines: string[]) {
+    if (lines.length === 0) return;
+    send(JSON.stringify({ type: "output", stream: this.stream, lines }));
+  }
+}
+
+async function load(init: Init): Promise<{ py: PyodideAPI; restored: boolean }> {
+  const { loadPyodide } = await import(`file://${init.pyodide}/pyodide.mjs`);
+  const indexURL = `${init.pyodide}/`;
+  if (init.snapshot && !init.makeSnapshot) {
+    try {
+      const bytes = Deno.readFileSync(init.snapshot);
+      return { py: await loadPyodide({ indexURL, _loadSnapshot: bytes }), restored: true };
+    } catch (e) {
+      // A stale or damaged snapshot must not take the service down: a plain
+      // load is slower but always works.
+      console.error(`snapshot restore failed, loading plainly: ${e}`);
+    }
+  }
+  const py: PyodideAPI = await loadPyodide({ indexURL, _makeSnapshot: init.makeSnapshot });
+  // The runner module goes into the snapshot, so restored workers skip this.
+  py.globals.set("_mcp_source", runnerSource);
+  py.runPython(`
+import sys, types
+_m = types.ModuleType("_mcp_runner")
+exec(compile(_mcp_source, "<mcp-run-python>", "exec"), _m.__dict__)
+sys.modules["_mcp_runner"] = _m
+del _m, _mcp_source
+`);
+  return { py, restored: false };
+}
+
+async function serve(init: Init) {
+  const { py, restored } = await load(init);
+  if (init.makeSnapshot) {
+    send(py.makeMemorySnapshot());
+    return;
+  }
+  const out = new LineSplitter("stdout");
+  const err = new LineSplitter("stderr");
+  py.setStdout({ write: (b: Uint8Array) => out.write(b) });
+  py.setStderr({ write: (b: Uint8Array) => err.write(b) });
+  const runner = py.pyimport("_mcp_runner");
+  const python = py.runPython("import platform; platform.python_version()");
+  send(JSON.stringify({ type: "ready", python, snapshot: restored }));
+
+  self.onmessage = async (e: MessageEvent<string>) => {
+    const msg = JSON.parse(e.data);
+    if (msg.type !== "run") return fatal(`unexpected frame ${msg.type}`);
+    self.onmessage = null; // one run per worker: a fresh interpreter per call
+    let result: string;
+    try {
+      result = await runner.run(msg.code);
+    } catch (e) {
+      // Only the interpreter's own end gets here (os._exit, a wasm trap):
+      // Python exceptions are part of the result.
+      result = JSON.stringify({ type: "fatal", error: String(e) });
+    }
+    out.flush();
+    err.flush();
+    send(result);
+  };
+}
+
+// The interpreter's exit (os._exit) surfaces only as an unhandled rejection,
+// and the run's promise never settles: report it, or the call would hang.
+// Anything else, such as a KeyboardInterrupt, is already part of a result.
+self.addEventListener("unhandledrejection", (e: PromiseRejectionEvent) => {
+  e.preventDefault();
+  if (e.reason?.name === "Exit") {
+    fatal(`the interpreter exited with status ${e.reason.status}`);
+  }
+});
+
+self.onmessage = (e: MessageEvent<Init>) => {
+  self.onmessage = null;
+  serve(e.data).catch(fatal);
+};

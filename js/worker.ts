@@ -1,0 +1,53 @@
+// The worker process's main thread: the bridge between the Go supervisor and
+// the runner (runner.ts), which runs Python in a Web Worker.
+//
+// The supervisor writes a Config as JSON to stdin and closes it; the secret
+// travels that way so it never shows in argv or the environment. This thread
+// dials the supervisor's websocket, proves itself with the secret, then relays
+// frames both ways without reading them: the protocol lives in runner.ts and
+// bridge/protocol.go.
+
+import type { Init } from "./runner.ts";
+
+/** Read from stdin; see supervisor/process.go. */
+interface Config {
+  /** One-time secret for the bridge's hello frame. */
+  secret: string;
+  /** The bridge's websocket URL, ws://127.0.0.1:PORT/. */
+  bridge: string;
+  /** Passed to the runner. */
+  init: Init;
+  /** The runner's permissions: never more than this process has. */
+  permissions: Deno.PermissionOptionsObject;
+}
+
+const config: Config = JSON.parse(await new Response(Deno.stdin.readable).text());
+
+const ws = new WebSocket(config.bridge);
+ws.binaryType = "arraybuffer";
+const opened = new Promise<void>((resolve, reject) => {
+  ws.onopen = () => resolve();
+  ws.onerror = () => reject(new Error(`cannot reach the bridge at ${config.bridge}`));
+});
+
+// Start Pyodide while the socket opens: loading is the slow part.
+const runner = new Worker(new URL("./runner.ts", import.meta.url), {
+  type: "module",
+  // deno-lint-ignore no-explicit-any
+  deno: { permissions: config.permissions } as any,
+});
+runner.postMessage(config.init);
+
+// Frames wait for the hello; promise callbacks keep them in order.
+const hello = opened.then(() => ws.send(JSON.stringify({ type: "hello", secret: config.secret })));
+runner.onmessage = (e: MessageEvent<string | Uint8Array>) => hello.then(() => ws.send(e.data));
+runner.onerror = (e: ErrorEvent) => {
+  e.preventDefault();
+  hello.then(() => {
+    ws.send(JSON.stringify({ type: "fatal", error: `runner: ${e.message}` }));
+    ws.close();
+  });
+};
+ws.onmessage = (e: MessageEvent<string>) => runner.postMessage(e.data);
+// The supervisor closes the socket to retire a worker; nothing outlives it.
+ws.onclose = () => Deno.exit(0);

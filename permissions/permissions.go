@@ -1,0 +1,119 @@
+// Package permissions turns a sandbox policy into Deno's permission flags.
+//
+// Python in Pyodide reaches every Deno API through `import js`, so these flags
+// are the only real boundary around user code. Everything is denied unless
+// the policy names it, prompts are off, and no code can be loaded from
+// anywhere but the local files deno was started with.
+package permissions
+
+import (
+	"slices"
+	"strings"
+)
+
+// Network says which hosts code may connect to. The zero value allows none.
+type Network struct {
+	All   bool     // any host
+	Hosts []string // host or host:port entries, when not All
+}
+
+func (n Network) none() bool { return !n.All && len(n.Hosts) == 0 }
+
+// Policy is what a worker process may do.
+type Policy struct {
+	// Read lists the files and directories the runner may read: the Pyodide
+	// package, the snapshot, the wheels of a call. Symlinks must be resolved:
+	// deno checks the path a file really has.
+	Read []string
+	// Program is the directory of the worker program. The process reads the
+	// runner's source from it to start the runner; the runner itself does not.
+	Program string
+	// Bridge is the host:port of the supervisor's websocket. Only the
+	// process's main thread may reach it, never the runner that runs Python.
+	Bridge string
+	// Network is what the runner, and so user code, may reach.
+	Network Network
+}
+
+// Flags returns the flags for `deno run` that enforce p on the whole process.
+// The process gets the union of what its main thread and its runner need;
+// Runner narrows the runner down to its share.
+func Flags(p Policy) []string {
+	flags := []string{
+		"--no-prompt",
+		"--no-remote", // no module from the network, whatever the import permission
+		"--no-npm",    // no npm: specifier, so nothing can make deno download and write packages
+		"--no-config", // the runtime directory's deno.json is for the trusted install only
+		"--no-lock",
+		"--unstable-worker-options", // lets the runner have fewer permissions than the process
+		"--deny-write",
+		"--deny-env",
+		"--deny-run",
+		"--deny-ffi",
+		"--deny-sys",
+		"--deny-import",
+	}
+	if read := processReads(p); len(read) > 0 {
+		flags = append(flags, "--allow-read="+join(read))
+	} else {
+		flags = append(flags, "--deny-read")
+	}
+	switch {
+	case p.Network.All:
+		flags = append(flags, "--allow-net")
+	case p.Bridge != "" || len(p.Network.Hosts) > 0:
+		hosts := slices.Clone(p.Network.Hosts)
+		if p.Bridge != "" {
+			hosts = append(hosts, p.Bridge)
+		}
+		flags = append(flags, "--allow-net="+join(hosts))
+	default:
+		flags = append(flags, "--deny-net")
+	}
+	return flags
+}
+
+func processReads(p Policy) []string {
+	if p.Program == "" {
+		return p.Read
+	}
+	return append([]string{p.Program}, p.Read...)
+}
+
+// RunnerPermissions is Deno's Worker permission object for the runner.
+type RunnerPermissions struct {
+	Read   any  `json:"read"` // false or a list of paths
+	Net    any  `json:"net"`  // false, true or a list of hosts
+	Write  bool `json:"write"`
+	Env    bool `json:"env"`
+	Run    bool `json:"run"`
+	FFI    bool `json:"ffi"`
+	Sys    bool `json:"sys"`
+	Import bool `json:"import"`
+}
+
+// Runner returns the permissions of the Web Worker that runs user code:
+// the policy's reads and network, and nothing of the bridge.
+func Runner(p Policy) RunnerPermissions {
+	r := RunnerPermissions{Read: false, Net: false}
+	if len(p.Read) > 0 {
+		r.Read = slices.Clone(p.Read)
+	}
+	switch {
+	case p.Network.All:
+		r.Net = true
+	case !p.Network.none():
+		r.Net = slices.Clone(p.Network.Hosts)
+	}
+	return r
+}
+
+// join lists paths or hosts for a flag. Deno splits flag values on commas, so
+// a comma inside an entry is written as two, which deno reads back as one.
+func join(entries []string) string {
+	escaped := make([]string, len(entries))
+	for i, e := range entries {
+		escaped[i] = strings.ReplaceAll(e, ",", ",,")
+	}
+	return strings.Join(escaped, ",")
+}

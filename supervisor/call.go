@@ -1,0 +1,154 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcp-run-python/mcp-run-python/bridge"
+)
+
+// Why a call was stopped from outside.
+var (
+	errTimeout = errors.New("time limit reached")
+	errMemory  = errors.New("memory limit reached")
+)
+
+// call runs code on w and turns whatever happens into a Result.
+func (s *Supervisor) call(ctx context.Context, w *worker, code string, onLine func(bridge.Line)) (bridge.Result, error) {
+	callCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	if s.cfg.Timeout > 0 {
+		timer := time.AfterFunc(s.cfg.Timeout, func() { stop(errTimeout) })
+		defer timer.Stop()
+	}
+	defer context.AfterFunc(s.ctx, func() { stop(errors.New("server shutting down")) })()
+	if s.cfg.MemoryLimit > 0 {
+		go watchMemory(callCtx, w.cmd.Process.Pid, s.cfg.MemoryLimit, func() { stop(errMemory) })
+	}
+
+	out := output{limit: s.cfg.OutputLimit, onLine: onLine}
+	msg, err := w.conn.Run(callCtx, code, out.add)
+	res := bridge.Result{Output: out.finish()}
+	if err == nil {
+		switch msg.Status {
+		case bridge.StatusSuccess, bridge.StatusRunError:
+			res.Status = msg.Status
+			res.ReturnValue = msg.ReturnValue
+			res.ReturnString = msg.ReturnString
+			res.Error = msg.Error
+			return res, nil
+		}
+		err = fmt.Errorf("worker sent the unknown status %q", msg.Status)
+	}
+
+	res.Status = bridge.StatusRunError
+	switch cause := context.Cause(callCtx); {
+	case errors.Is(cause, errTimeout):
+		res.Error = fmt.Sprintf("TimeoutError: the code did not finish within %s and was stopped", s.cfg.Timeout)
+	case errors.Is(cause, errMemory):
+		res.Error = fmt.Sprintf("MemoryError: the code used more than %s of memory and was stopped", bytesText(s.cfg.MemoryLimit))
+	case ctx.Err() != nil:
+		return res, fmt.Errorf("call cancelled: %w", context.Cause(ctx))
+	case cause != nil:
+		return res, cause
+	default:
+		res.Error = "RuntimeError: the Python worker stopped while running the code (" + crashReason(w, err) + ")"
+	}
+	return res, nil
+}
+
+// crashReason says how a worker ended under the code: os._exit, a crash of
+// the runtime, or a kill from outside.
+func crashReason(w *worker, err error) string {
+	var fatal *bridge.FatalError
+	if errors.As(err, &fatal) {
+		return fatal.Reason
+	}
+	// Give the process a moment to be reaped, so the reason can say how it ended.
+	select {
+	case <-w.exited:
+		return w.exitStatus()
+	case <-time.After(time.Second):
+		return err.Error()
+	}
+}
+
+// output collects a call's lines up to a limit in bytes and passes each kept
+// line on as it arrives.
+type output struct {
+	limit   int
+	onLine  func(bridge.Line)
+	lines   []string
+	size    int
+	dropped int
+}
+
+func (o *output) add(stream bridge.Stream, lines []string) {
+	for _, l := range lines {
+		if o.dropped > 0 || (o.limit > 0 && o.size+len(l) > o.limit) {
+			o.dropped += len(l) + 1
+			continue
+		}
+		o.size += len(l) + 1
+		o.lines = append(o.lines, l)
+		if o.onLine != nil {
+			o.onLine(bridge.Line{Stream: stream, Text: l})
+		}
+	}
+}
+
+func (o *output) finish() []string {
+	if o.dropped > 0 {
+		marker := fmt.Sprintf("[output truncated: %s more was printed than the %s limit]", bytesText(int64(o.dropped)), bytesText(int64(o.limit)))
+		o.lines = append(o.lines, marker)
+		if o.onLine != nil {
+			o.onLine(bridge.Line{Stream: bridge.Stderr, Text: marker})
+		}
+	}
+	return o.lines
+}
+
+// watchMemory calls over once the process's resident size passes limit.
+func watchMemory(ctx context.Context, pid int, limit int64, over func()) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	page := int64(os.Getpagesize())
+	path := "/proc/" + strconv.Itoa(pid) + "/statm"
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return // gone
+		}
+		fields := strings.Fields(string(b))
+		if len(fields) < 2 {
+			return
+		}
+		resident, err := strconv.ParseInt(fields[1], 10, 64)
+		if err == nil && resident*page > limit {
+			over()
+			return
+		}
+	}
+}
+
+func bytesText(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

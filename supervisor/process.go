@@ -1,0 +1,199 @@
+package supervisor
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/permissions"
+)
+
+// startTimeout bounds a worker's start: process, bridge connection and
+// Pyodide load. A plain load takes about 3 s on two cores; a restore 0.2 s.
+const startTimeout = 60 * time.Second
+
+// stderrLines is how many of a worker's last stderr lines are kept to
+// explain its failures; the rest is only logged.
+const stderrLines = 20
+
+// worker is one deno process and its bridge connection.
+type worker struct {
+	cmd    *exec.Cmd
+	conn   *bridge.Conn
+	python string // Python version the worker reported, such as "3.14.2"
+
+	exited  chan struct{} // closed when the process has been reaped
+	exitErr error         // set before exited is closed
+
+	mu     sync.Mutex
+	stderr []string // last lines, for error messages
+}
+
+// workerConfig is what worker.ts reads from stdin.
+type workerConfig struct {
+	Secret      string                        `json:"secret"`
+	Bridge      string                        `json:"bridge"`
+	Init        workerInit                    `json:"init"`
+	Permissions permissions.RunnerPermissions `json:"permissions"`
+}
+
+type workerInit struct {
+	Type         string `json:"type"`
+	Pyodide      string `json:"pyodide"`
+	Snapshot     string `json:"snapshot,omitempty"`
+	MakeSnapshot bool   `json:"makeSnapshot,omitempty"`
+}
+
+// policy is the sandbox of a worker: it reads the runtime files it needs and
+// reaches the bridge; its runner reaches the network only if allowed.
+func (s *Supervisor) policy(rt *runtime, makeSnapshot bool) permissions.Policy {
+	p := permissions.Policy{Read: []string{rt.pyodide}, Program: filepath.Dir(rt.entry), Bridge: s.bridge.Addr()}
+	if !makeSnapshot && rt.snapshot != "" {
+		p.Read = append(p.Read, rt.snapshot)
+	}
+	if !makeSnapshot && s.cfg.Networking {
+		p.Network = permissions.Network{All: true}
+	}
+	return p
+}
+
+// spawn starts a worker and waits until it is connected and has loaded
+// Pyodide. A snapshot worker is returned once connected: it sends its
+// snapshot instead of a ready frame.
+func (s *Supervisor) spawn(ctx context.Context, rt *runtime, makeSnapshot bool) (*worker, error) {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+
+	secret := bridge.NewSecret()
+	connected, withdraw := s.bridge.Expect(secret)
+	defer withdraw()
+
+	policy := s.policy(rt, makeSnapshot)
+	init := workerInit{Type: "init", Pyodide: rt.pyodide, MakeSnapshot: makeSnapshot}
+	if !makeSnapshot {
+		init.Snapshot = rt.snapshot
+	}
+	config, err := json.Marshal(workerConfig{
+		Secret:      secret,
+		Bridge:      s.bridge.URL(),
+		Init:        init,
+		Permissions: permissions.Runner(policy),
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	args := append([]string{"run"}, permissions.Flags(policy)...)
+	cmd := exec.Command(s.cfg.Deno, append(args, rt.entry)...)
+	cmd.Env = s.denoEnv()
+	cmd.Dir = "/"
+	cmd.Stdin = strings.NewReader(string(config))
+	// Its own process group, so a kill reaches everything it started; and
+	// killed with us, so a crashed supervisor leaves no workers behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start deno: %w", err)
+	}
+	w := &worker{cmd: cmd, exited: make(chan struct{})}
+	log := s.log.With(zap.Int("pid", cmd.Process.Pid))
+	stderrDone := make(chan struct{})
+	go func() {
+		defer close(stderrDone)
+		w.collectStderr(stderr, log)
+	}()
+	go func() {
+		<-stderrDone // Wait closes the pipe: read it all first
+		w.exitErr = cmd.Wait()
+		close(w.exited)
+	}()
+
+	select {
+	case w.conn = <-connected:
+	case <-w.exited:
+		return nil, fmt.Errorf("worker exited before connecting: %v (%s)", w.exitErr, w.stderrTail())
+	case <-ctx.Done():
+		w.kill()
+		return nil, fmt.Errorf("worker did not connect: %w (%s)", context.Cause(ctx), w.stderrTail())
+	}
+	if makeSnapshot {
+		return w, nil
+	}
+	ready, err := w.conn.Ready(ctx)
+	if err != nil {
+		w.kill()
+		return nil, fmt.Errorf("worker did not get ready: %w (%s)", err, w.stderrTail())
+	}
+	w.python = ready.Python
+	log.Debug("worker ready", zap.Bool("snapshot", ready.Snapshot), zap.String("python", ready.Python))
+	return w, nil
+}
+
+// collectStderr logs what deno prints and keeps the last lines. User code
+// can print there too (through `import js`), so lines are logged at debug
+// level only, and cut to a sane length.
+func (w *worker) collectStderr(r interface{ Read([]byte) (int, error) }, log *zap.Logger) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), 64*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		if len(line) > 1000 {
+			line = line[:1000] + "…"
+		}
+		log.Debug("worker stderr", zap.String("line", line))
+		w.mu.Lock()
+		w.stderr = append(w.stderr, line)
+		if len(w.stderr) > stderrLines {
+			w.stderr = w.stderr[1:]
+		}
+		w.mu.Unlock()
+	}
+}
+
+func (w *worker) stderrTail() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.stderr) == 0 {
+		return "no output on stderr"
+	}
+	return strings.Join(w.stderr, "\n")
+}
+
+// kill stops the worker for good: the only stop a busy Deno worker obeys.
+// It returns once the process is reaped.
+func (w *worker) kill() {
+	if w.conn != nil {
+		w.conn.Close()
+	}
+	_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+	<-w.exited
+}
+
+// exitStatus describes how the process ended, once it has.
+func (w *worker) exitStatus() string {
+	var ee *exec.ExitError
+	if errors.As(w.exitErr, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return "killed by " + ws.Signal().String()
+		}
+		return fmt.Sprintf("exit status %d", ee.ExitCode())
+	}
+	if w.exitErr != nil {
+		return w.exitErr.Error()
+	}
+	return "exit status 0"
+}

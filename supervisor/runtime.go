@@ -1,0 +1,263 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/mcp-run-python/mcp-run-python/js"
+)
+
+// runtime is the on-disk state every worker needs, prepared once per cache
+// directory by trusted steps: no user code runs while it is made.
+type runtime struct {
+	entry    string // worker.ts in the written-out worker program
+	pyodide  string // the pyodide npm package, symlinks resolved
+	snapshot string // memory snapshot; "" when none could be made
+}
+
+// layout names the places inside the cache directory.
+type layout struct{ root string }
+
+func (l layout) program() string         { return filepath.Join(l.root, "js", js.Version()) }
+func (l layout) install(v string) string { return filepath.Join(l.root, "pyodide", v) }
+func (l layout) denoDir() string         { return filepath.Join(l.root, "deno") }
+func (l layout) snapshot(key string) string {
+	return filepath.Join(l.root, "snapshots", key+".bin")
+}
+
+// prepare makes the runtime: the worker program, Pyodide (downloaded by
+// deno's npm resolution, the one step with write permission) and the memory
+// snapshot. Steps already done by an earlier run are skipped.
+func (s *Supervisor) prepare(ctx context.Context, progress func(string)) (*runtime, error) {
+	l := layout{s.cfg.CacheDir}
+	if err := os.MkdirAll(l.root, 0o755); err != nil {
+		return nil, fmt.Errorf("cache directory: %w", err)
+	}
+	unlock, err := lockDir(l.root)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	denoVersion, err := s.denoVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	progress("deno " + denoVersion)
+
+	rt := &runtime{entry: filepath.Join(l.program(), js.Entry)}
+	if err := writeProgram(l.program()); err != nil {
+		return nil, fmt.Errorf("write the worker program: %w", err)
+	}
+
+	pyodideVersion, err := js.PyodideVersion()
+	if err != nil {
+		return nil, err
+	}
+	if rt.pyodide, err = s.installPyodide(ctx, l, pyodideVersion, progress); err != nil {
+		return nil, err
+	}
+
+	key := sha256.Sum256([]byte(js.Version() + "\x00" + pyodideVersion + "\x00" + denoVersion))
+	snap := l.snapshot(hex.EncodeToString(key[:8]))
+	if _, err := os.Stat(snap); err != nil {
+		progress("making the Pyodide memory snapshot")
+		if err := s.makeSnapshot(ctx, rt, snap); err != nil {
+			// Workers still start without one, only slower.
+			s.log.Sugar().Warnf("no memory snapshot, workers will load Pyodide plainly: %v", err)
+			return rt, nil
+		}
+	}
+	rt.snapshot = snap
+	progress("runtime ready in " + s.cfg.CacheDir)
+	return rt, nil
+}
+
+func (s *Supervisor) denoVersion(ctx context.Context) (string, error) {
+	cmd := exec.CommandContext(ctx, s.cfg.Deno, "--version")
+	cmd.Env = s.denoEnv()
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("deno at %q does not run (install it or pass --deno): %w", s.cfg.Deno, err)
+	}
+	first, _, _ := strings.Cut(string(out), "\n")
+	version, ok := strings.CutPrefix(first, "deno ")
+	if !ok {
+		return "", fmt.Errorf("deno at %q: unexpected version output %q", s.cfg.Deno, first)
+	}
+	version, _, _ = strings.Cut(version, " ")
+	return version, nil
+}
+
+// writeProgram writes the embedded worker program to dir, unless a complete
+// copy is there: dir is named by the program's hash and filled atomically.
+func writeProgram(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(parent, ".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.CopyFS(tmp, js.Files()); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, statErr := os.Stat(dir); statErr == nil {
+			return nil // another process wrote it first
+		}
+		return err
+	}
+	return nil
+}
+
+// installPyodide runs `deno install` for the pinned Pyodide in its own
+// directory and returns the package directory with symlinks resolved.
+func (s *Supervisor) installPyodide(ctx context.Context, l layout, version string, progress func(string)) (string, error) {
+	dir := l.install(version)
+	pkg := filepath.Join(dir, "node_modules", "pyodide")
+	if real, err := filepath.EvalSymlinks(pkg); err == nil {
+		if _, err := os.Stat(filepath.Join(real, "pyodide.asm.wasm")); err == nil {
+			return real, nil
+		}
+	}
+	progress("downloading Pyodide " + version + " with deno's npm resolution")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	config, err := fs.ReadFile(js.Files(), "deno.json")
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "deno.json"), config, 0o644); err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, s.cfg.Deno, "install", "--quiet", "--node-modules-dir=auto")
+	cmd.Dir = dir
+	cmd.Env = append(s.denoEnv(), installEnv()...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("install Pyodide %s: %w: %s", version, err, strings.TrimSpace(stderr.String()))
+	}
+	real, err := filepath.EvalSymlinks(pkg)
+	if err != nil {
+		return "", fmt.Errorf("install Pyodide %s: %w", version, err)
+	}
+	return real, nil
+}
+
+// makeSnapshot boots a worker that loads Pyodide and the runner module, then
+// sends the memory snapshot over the bridge; the worker itself writes nothing.
+func (s *Supervisor) makeSnapshot(ctx context.Context, rt *runtime, path string) error {
+	w, err := s.spawn(ctx, rt, true)
+	if err != nil {
+		return err
+	}
+	defer w.kill()
+	data, err := w.conn.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("make snapshot: %w (%s)", err, w.stderrTail())
+	}
+	return writeFileAtomic(path, data)
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// lockDir serialises preparation between processes sharing a cache.
+func lockDir(dir string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock cache: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock cache: %w", err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// denoEnv is the whole environment of every deno process: nothing of ours
+// leaks to code that can read it.
+func (s *Supervisor) denoEnv() []string {
+	return []string{
+		"DENO_DIR=" + layout{s.cfg.CacheDir}.denoDir(),
+		"DENO_NO_UPDATE_CHECK=1",
+		"DENO_NO_PROMPT=1",
+		"NO_COLOR=1",
+	}
+}
+
+// installEnv is what the download step takes from our environment: where
+// the registry is, how to reach it, and which certificates to trust. Like
+// npm, it trusts the system's certificate store as well as deno's own.
+func installEnv() []string {
+	env := []string{"DENO_TLS_CA_STORE=mozilla,system"}
+	for _, name := range []string{
+		"NPM_CONFIG_REGISTRY", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy",
+		"DENO_TLS_CA_STORE", "DENO_CERT", "SSL_CERT_FILE", "SSL_CERT_DIR", "HOME",
+	} {
+		if v, ok := os.LookupEnv(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	return env
+}
+
+// pythonVersion reads the Python version ("3.14") from an installed
+// Pyodide's lock file.
+func pythonVersion(pyodideDir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(pyodideDir, "pyodide-lock.json"))
+	if err != nil {
+		return "", err
+	}
+	var lock struct {
+		Info struct {
+			Python string `json:"python"`
+		} `json:"info"`
+	}
+	if err := json.Unmarshal(b, &lock); err != nil {
+		return "", fmt.Errorf("pyodide-lock.json: %w", err)
+	}
+	return majorMinor(lock.Info.Python), nil
+}
+
+func majorMinor(v string) string {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return v
+	}
+	return parts[0] + "." + parts[1]
+}
