@@ -7,6 +7,8 @@ BIN          := bin/mcp-run-python
 # deno on PATH, else where the official installer (and this Makefile) puts it.
 DENO         ?= $(shell command -v deno 2>/dev/null || echo $(HOME)/.deno/bin/deno)
 export MCP_RUN_PYTHON_DENO := $(DENO)
+# Trust the system certificate store too, as npm does.
+export DENO_TLS_CA_STORE ?= mozilla,system
 
 .PHONY: run build test test-go test-js bench fmt lint clean
 
@@ -25,7 +27,7 @@ $(HOME)/.deno/bin/deno:
 test: build $(DENO) test-js test-go
 
 test-js: $(DENO)
-	$(DENO) fmt --check
+	$(DENO) fmt --check js/ deno.json
 	$(DENO) lint js/
 	$(DENO) check js/worker.ts js/runner.ts
 
@@ -39,7 +41,7 @@ bench: build $(DENO)
 
 fmt:
 	gofmt -w .
-	$(DENO) fmt
+	$(DENO) fmt js/ deno.json
 
 clean:
 	rm -rf bin node_modules

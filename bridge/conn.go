@@ -31,10 +31,12 @@ func newConn(ws *websocket.Conn) *Conn {
 	return &Conn{ws: ws, done: make(chan struct{})}
 }
 
-// Close ends the connection. The worker exits when its connection closes.
+// Close ends the connection at once, without the closing handshake: a busy
+// or hostile worker could stall it, and the worker exits (or is killed)
+// either way.
 func (c *Conn) Close() {
 	c.closeOnce.Do(func() {
-		c.ws.Close(websocket.StatusNormalClosure, "")
+		c.ws.CloseNow()
 		close(c.done)
 	})
 }

@@ -1,0 +1,267 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+func listen(t *testing.T) (*Server, *observer.ObservedLogs) {
+	t.Helper()
+	core, logs := observer.New(zap.WarnLevel)
+	s, err := Listen(zap.New(core), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, logs
+}
+
+func dial(t *testing.T, s *Server) *websocket.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, s.URL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.CloseNow() })
+	return ws
+}
+
+func send(t *testing.T, ws *websocket.Conn, m Message) {
+	t.Helper()
+	b, _ := json.Marshal(m)
+	if err := ws.Write(context.Background(), websocket.MessageText, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// refused waits for the server to close ws with a policy violation.
+func refused(t *testing.T, ws *websocket.Conn) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _, err := ws.Read(ctx)
+	if status := websocket.CloseStatus(err); status != websocket.StatusPolicyViolation {
+		t.Fatalf("read after a bad hello: %v (status %d), want a policy-violation close", err, status)
+	}
+}
+
+func TestHelloHandsOverTheConnectionOnce(t *testing.T) {
+	s, logs := listen(t)
+	secret := NewSecret()
+	connected, withdraw := s.Expect(secret)
+	defer withdraw()
+
+	ws := dial(t, s)
+	send(t, ws, Message{Type: TypeHello, Secret: secret})
+	var c *Conn
+	select {
+	case c = <-connected:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the connection was not handed over")
+	}
+	defer c.Close()
+
+	// The worker side says it is ready; the owner reads it.
+	send(t, ws, Message{Type: TypeReady, Python: "3.14.2"})
+	ready, err := c.Ready(context.Background())
+	if err != nil || ready.Python != "3.14.2" {
+		t.Fatalf("Ready = %+v, %v", ready, err)
+	}
+
+	// The same secret again is refused and logged.
+	again := dial(t, s)
+	send(t, again, Message{Type: TypeHello, Secret: secret})
+	refused(t, again)
+	if logs.FilterMessage("bridge: refused a connection with an unknown or used secret").Len() != 1 {
+		t.Errorf("reused secret not logged: %v", logs.All())
+	}
+}
+
+func TestBadHellosAreRefused(t *testing.T) {
+	tests := []struct {
+		name  string
+		frame func(ws *websocket.Conn) error
+	}{
+		{"wrong secret", func(ws *websocket.Conn) error {
+			b, _ := json.Marshal(Message{Type: TypeHello, Secret: "guess"})
+			return ws.Write(context.Background(), websocket.MessageText, b)
+		}},
+		{"not json", func(ws *websocket.Conn) error {
+			return ws.Write(context.Background(), websocket.MessageText, []byte("\x00garbage{"))
+		}},
+		{"binary first", func(ws *websocket.Conn) error {
+			return ws.Write(context.Background(), websocket.MessageBinary, []byte{1, 2, 3})
+		}},
+		{"result before hello", func(ws *websocket.Conn) error {
+			b, _ := json.Marshal(Message{Type: TypeResult, Status: StatusSuccess})
+			return ws.Write(context.Background(), websocket.MessageText, b)
+		}},
+		{"empty secret", func(ws *websocket.Conn) error {
+			b, _ := json.Marshal(Message{Type: TypeHello})
+			return ws.Write(context.Background(), websocket.MessageText, b)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, logs := listen(t)
+			connected, withdraw := s.Expect(NewSecret())
+			defer withdraw()
+			ws := dial(t, s)
+			if err := tt.frame(ws); err != nil {
+				t.Fatal(err)
+			}
+			refused(t, ws)
+			select {
+			case <-connected:
+				t.Fatal("a bad hello was handed over")
+			default:
+			}
+			if logs.Len() == 0 {
+				t.Error("refusal not logged")
+			}
+		})
+	}
+}
+
+func TestWithdrawnSecretIsRefused(t *testing.T) {
+	s, _ := listen(t)
+	secret := NewSecret()
+	_, withdraw := s.Expect(secret)
+	withdraw()
+	ws := dial(t, s)
+	send(t, ws, Message{Type: TypeHello, Secret: secret})
+	refused(t, ws)
+}
+
+func TestRunStreamsOutputThenResult(t *testing.T) {
+	s, _ := listen(t)
+	secret := NewSecret()
+	connected, withdraw := s.Expect(secret)
+	defer withdraw()
+	ws := dial(t, s)
+	send(t, ws, Message{Type: TypeHello, Secret: secret})
+	c := <-connected
+	defer c.Close()
+
+	// A fake worker: answers a run with two output frames and a result.
+	go func() {
+		_, data, err := ws.Read(context.Background())
+		if err != nil {
+			return
+		}
+		var run Message
+		if json.Unmarshal(data, &run) != nil || run.Type != TypeRun || run.Code != "print(1)" {
+			return
+		}
+		send(t, ws, Message{Type: TypeOutput, Stream: Stdout, Lines: []string{"a", "b"}})
+		send(t, ws, Message{Type: TypeOutput, Stream: Stderr, Lines: []string{"c"}})
+		raw := []byte(`{"type":"result","status":"success","return_value":[
+  1
+]}`)
+		_ = ws.Write(context.Background(), websocket.MessageText, raw)
+	}()
+
+	var got []Line
+	res, err := c.Run(context.Background(), "print(1)", func(s Stream, lines []string) {
+		for _, l := range lines {
+			got = append(got, Line{s, l})
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Line{{Stdout, "a"}, {Stdout, "b"}, {Stderr, "c"}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Errorf("lines = %v, want %v", got, want)
+	}
+	if res.Status != StatusSuccess || string(res.ReturnValue) != "[\n  1\n]" {
+		t.Errorf("result = %+v (value %q): the value's bytes must be kept as sent", res, res.ReturnValue)
+	}
+}
+
+func TestRunFailures(t *testing.T) {
+	tests := []struct {
+		name  string
+		reply func(ws *websocket.Conn)
+		check func(t *testing.T, err error)
+	}{
+		{"fatal frame", func(ws *websocket.Conn) {
+			b, _ := json.Marshal(Message{Type: TypeFatal, Error: "boom"})
+			_ = ws.Write(context.Background(), websocket.MessageText, b)
+		}, func(t *testing.T, err error) {
+			var f *FatalError
+			if !errors.As(err, &f) || f.Reason != "boom" {
+				t.Errorf("err = %v, want FatalError boom", err)
+			}
+		}},
+		{"connection dropped", func(ws *websocket.Conn) { ws.CloseNow() }, func(t *testing.T, err error) {
+			if !errors.Is(err, ErrClosed) {
+				t.Errorf("err = %v, want ErrClosed", err)
+			}
+		}},
+		{"garbage frame", func(ws *websocket.Conn) {
+			_ = ws.Write(context.Background(), websocket.MessageText, []byte("{not json"))
+		}, func(t *testing.T, err error) {
+			if err == nil {
+				t.Error("garbage accepted")
+			}
+		}},
+		{"output to an unknown stream", func(ws *websocket.Conn) {
+			b, _ := json.Marshal(Message{Type: TypeOutput, Stream: "stdin", Lines: []string{"x"}})
+			_ = ws.Write(context.Background(), websocket.MessageText, b)
+		}, func(t *testing.T, err error) {
+			if err == nil {
+				t.Error("unknown stream accepted")
+			}
+		}},
+		{"hello again", func(ws *websocket.Conn) {
+			b, _ := json.Marshal(Message{Type: TypeHello, Secret: "x"})
+			_ = ws.Write(context.Background(), websocket.MessageText, b)
+		}, func(t *testing.T, err error) {
+			if err == nil {
+				t.Error("unexpected frame accepted")
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := listen(t)
+			secret := NewSecret()
+			connected, withdraw := s.Expect(secret)
+			defer withdraw()
+			ws := dial(t, s)
+			send(t, ws, Message{Type: TypeHello, Secret: secret})
+			c := <-connected
+			defer c.Close()
+			go func() {
+				if _, _, err := ws.Read(context.Background()); err == nil {
+					tt.reply(ws)
+				}
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, err := c.Run(ctx, "x", func(Stream, []string) {})
+			tt.check(t, err)
+		})
+	}
+}
+
+func TestSecretsAreUnique(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		s := NewSecret()
+		if len(s) < 40 || seen[s] {
+			t.Fatalf("weak or repeated secret %q", s)
+		}
+		seen[s] = true
+	}
+}

@@ -1,0 +1,111 @@
+package permissions
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// lockdown is what every worker process gets whatever its policy.
+var lockdown = []string{
+	"--no-prompt", "--no-remote", "--no-npm", "--no-config", "--no-lock", "--unstable-worker-options",
+	"--deny-write", "--deny-env", "--deny-run", "--deny-ffi", "--deny-sys", "--deny-import",
+}
+
+func TestFlags(t *testing.T) {
+	tests := []struct {
+		name   string
+		policy Policy
+		want   []string // after the lockdown flags
+	}{
+		{
+			name:   "nothing allowed",
+			policy: Policy{},
+			want:   []string{"--deny-read", "--deny-net"},
+		},
+		{
+			name:   "runtime files and bridge, no network",
+			policy: Policy{Read: []string{"/c/pyodide", "/c/snap.bin"}, Program: "/c/js", Bridge: "127.0.0.1:4000"},
+			want:   []string{"--allow-read=/c/js,/c/pyodide,/c/snap.bin", "--allow-net=127.0.0.1:4000"},
+		},
+		{
+			name:   "network for user code includes everything",
+			policy: Policy{Read: []string{"/p"}, Bridge: "127.0.0.1:4000", Network: Network{All: true}},
+			want:   []string{"--allow-read=/p", "--allow-net"},
+		},
+		{
+			name:   "some hosts plus the bridge",
+			policy: Policy{Read: []string{"/p"}, Bridge: "127.0.0.1:4000", Network: Network{Hosts: []string{"example.com:443", "10.0.0.1"}}},
+			want:   []string{"--allow-read=/p", "--allow-net=example.com:443,10.0.0.1,127.0.0.1:4000"},
+		},
+		{
+			name:   "commas in paths are doubled",
+			policy: Policy{Read: []string{"/a,b"}},
+			want:   []string{"--allow-read=/a,,b", "--deny-net"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Flags(tt.policy)
+			want := append(slices.Clone(lockdown), tt.want...)
+			if !slices.Equal(got, want) {
+				t.Errorf("Flags(%+v)\n got %q\nwant %q", tt.policy, got, want)
+			}
+			for _, f := range got {
+				if strings.HasPrefix(f, "--allow-write") || strings.HasPrefix(f, "--allow-env") ||
+					strings.HasPrefix(f, "--allow-run") || strings.HasPrefix(f, "--allow-all") || f == "-A" {
+					t.Errorf("Flags grants %s", f)
+				}
+			}
+		})
+	}
+}
+
+func TestRunner(t *testing.T) {
+	tests := []struct {
+		name   string
+		policy Policy
+		want   string
+	}{
+		{
+			name:   "no network: not even the bridge",
+			policy: Policy{Read: []string{"/p", "/s"}, Program: "/js", Bridge: "127.0.0.1:4000"},
+			want:   `{"read":["/p","/s"],"net":false,"write":false,"env":false,"run":false,"ffi":false,"sys":false,"import":false}`,
+		},
+		{
+			name:   "all network",
+			policy: Policy{Bridge: "127.0.0.1:4000", Network: Network{All: true}},
+			want:   `{"read":false,"net":true,"write":false,"env":false,"run":false,"ffi":false,"sys":false,"import":false}`,
+		},
+		{
+			name:   "listed hosts only",
+			policy: Policy{Bridge: "127.0.0.1:4000", Network: Network{Hosts: []string{"example.com"}}},
+			want:   `{"read":false,"net":["example.com"],"write":false,"env":false,"run":false,"ffi":false,"sys":false,"import":false}`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := json.Marshal(Runner(tt.policy))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != tt.want {
+				t.Errorf("Runner(%+v)\n got %s\nwant %s", tt.policy, b, tt.want)
+			}
+		})
+	}
+}
+
+func TestFlagsDoNotAliasPolicy(t *testing.T) {
+	p := Policy{Read: make([]string, 1, 10), Program: "/js", Network: Network{Hosts: make([]string, 1, 10)}, Bridge: "b:1"}
+	p.Read[0], p.Network.Hosts[0] = "/p", "h"
+	Flags(p)
+	Runner(p)
+	if got := p.Read[:2]; got[1] != "" {
+		t.Errorf("Flags wrote into the policy's Read: %q", got)
+	}
+	if got := p.Network.Hosts[:2]; got[1] != "" {
+		t.Errorf("Flags wrote into the policy's Hosts: %q", got)
+	}
+}
