@@ -242,3 +242,28 @@ func TestParallelCallsAreIsolated(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestDamagedSnapshotFallsBackToAPlainLoad(t *testing.T) {
+	cache := t.TempDir()
+	// Share the downloaded Pyodide; everything else in this cache is new.
+	if err := os.Symlink(filepath.Join(testCache(t), "pyodide"), filepath.Join(cache, "pyodide")); err != nil {
+		t.Fatal(err)
+	}
+	first := start(t, Config{Workers: 1, CacheDir: cache})
+	snaps, _ := filepath.Glob(filepath.Join(cache, "snapshots", "*.bin"))
+	if len(snaps) != 1 {
+		t.Fatalf("snapshots %v, want one", snaps)
+	}
+	if err := first.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(snaps[0], []byte("not a snapshot"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	s := start(t, Config{Workers: 1, CacheDir: cache})
+	res, lines := run(t, s, "print('plain')\n6 * 7")
+	if res.Status != bridge.StatusSuccess || string(res.ReturnValue) != "42" || len(lines) != 1 {
+		t.Fatalf("after a damaged snapshot: %+v", res)
+	}
+}
