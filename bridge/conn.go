@@ -54,9 +54,10 @@ func (c *Conn) Ready(ctx context.Context) (Message, error) {
 }
 
 // Run sends code to the worker and reads until its result. onOutput is
-// called for each output frame, in order. The result frame is returned as is;
+// called for each output frame, in order, with its lines and the number of
+// bytes the worker dropped past the output limit. The result frame is returned as is;
 // on error, what was printed before it has already gone to onOutput.
-func (c *Conn) Run(ctx context.Context, code string, onOutput func(Stream, []string)) (Message, error) {
+func (c *Conn) Run(ctx context.Context, code string, onOutput func(s Stream, lines []string, dropped int)) (Message, error) {
 	if err := c.write(ctx, Message{Type: TypeRun, Code: code}); err != nil {
 		return Message{}, err
 	}
@@ -70,7 +71,10 @@ func (c *Conn) Run(ctx context.Context, code string, onOutput func(Stream, []str
 			if m.Stream != Stdout && m.Stream != Stderr {
 				return Message{}, fmt.Errorf("bridge: output to unknown stream %q", m.Stream)
 			}
-			onOutput(m.Stream, m.Lines)
+			if m.Dropped < 0 {
+				return Message{}, fmt.Errorf("bridge: negative dropped count %d", m.Dropped)
+			}
+			onOutput(m.Stream, m.Lines, m.Dropped)
 		case TypeResult:
 			return m, nil
 		default:

@@ -51,8 +51,9 @@ type Message struct {
 	Snapshot bool   `json:"snapshot,omitempty"` // Pyodide was restored from a snapshot
 
 	// output
-	Stream Stream   `json:"stream,omitempty"`
-	Lines  []string `json:"lines,omitempty"`
+	Stream  Stream   `json:"stream,omitempty"`
+	Lines   []string `json:"lines,omitempty"`
+	Dropped int      `json:"dropped,omitempty"` // bytes printed past the output limit, not sent
 
 	// run
 	Code string `json:"code,omitempty"`

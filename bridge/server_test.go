@@ -171,7 +171,7 @@ func TestRunStreamsOutputThenResult(t *testing.T) {
 	}()
 
 	var got []Line
-	res, err := c.Run(context.Background(), "print(1)", func(s Stream, lines []string) {
+	res, err := c.Run(context.Background(), "print(1)", func(s Stream, lines []string, _ int) {
 		for _, l := range lines {
 			got = append(got, Line{s, l})
 		}
@@ -249,7 +249,7 @@ func TestRunFailures(t *testing.T) {
 			}()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			_, err := c.Run(ctx, "x", func(Stream, []string) {})
+			_, err := c.Run(ctx, "x", func(Stream, []string, int) {})
 			tt.check(t, err)
 		})
 	}

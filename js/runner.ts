@@ -19,6 +19,8 @@ export interface Init {
   snapshot?: string;
   /** Load plainly, then send a snapshot instead of serving a run. */
   makeSnapshot?: boolean;
+  /** Bytes of output a run may send; 0 for no limit. */
+  outputLimit?: number;
 }
 
 type Stream = "stdout" | "stderr";
@@ -33,18 +35,33 @@ const fatal = (error: unknown) => {
   self.close();
 };
 
+/**
+ * The output a call may still print, in bytes. Past it, output is counted,
+ * not kept or sent: an output bomb costs the bridge nothing.
+ */
+class Budget {
+  dropped = 0;
+  constructor(public remaining: number) {}
+}
+
 /** Splits one stream's bytes into lines, keeping an unfinished last line. */
 class LineSplitter {
   private decoder = new TextDecoder();
+  private encoder = new TextEncoder();
   private partial = "";
 
-  constructor(private stream: Stream) {}
+  constructor(private stream: Stream, private budget: Budget) {}
 
   write(bytes: Uint8Array): number {
+    if (this.budget.remaining < 0) {
+      this.budget.dropped += bytes.length;
+      return bytes.length;
+    }
     const text = this.partial + this.decoder.decode(bytes, { stream: true });
     const lines = text.split("\n");
     this.partial = lines.pop()!;
     this.emit(lines);
+    if (this.partial.length > this.budget.remaining) this.emit([]); // a line too long to ever fit
     return bytes.length;
   }
 
@@ -55,8 +72,22 @@ class LineSplitter {
   }
 
   private emit(lines: string[]) {
-    if (lines.length === 0) return;
-    send(JSON.stringify({ type: "output", stream: this.stream, lines }));
+    const budget = this.budget;
+    let kept = 0;
+    for (; kept < lines.length; kept++) {
+      const size = this.encoder.encode(lines[kept]).length + 1;
+      if (size > budget.remaining) break;
+      budget.remaining -= size;
+    }
+    if (kept < lines.length || (lines.length === 0 && this.partial)) {
+      for (const l of lines.slice(kept)) budget.dropped += this.encoder.encode(l).length + 1;
+      budget.dropped += this.encoder.encode(this.partial).length;
+      this.partial = "";
+      budget.remaining = -1;
+    }
+    if (kept > 0) {
+      send(JSON.stringify({ type: "output", stream: this.stream, lines: lines.slice(0, kept) }));
+    }
   }
 }
 
@@ -92,8 +123,9 @@ async function serve(init: Init) {
     send(py.makeMemorySnapshot());
     return;
   }
-  const out = new LineSplitter("stdout");
-  const err = new LineSplitter("stderr");
+  const budget = new Budget(init.outputLimit || Infinity);
+  const out = new LineSplitter("stdout", budget);
+  const err = new LineSplitter("stderr", budget);
   py.setStdout({ write: (b: Uint8Array) => out.write(b) });
   py.setStderr({ write: (b: Uint8Array) => err.write(b) });
   const runner = py.pyimport("_mcp_runner");
@@ -114,6 +146,9 @@ async function serve(init: Init) {
     }
     out.flush();
     err.flush();
+    if (budget.dropped > 0) {
+      send(JSON.stringify({ type: "output", stream: "stdout", dropped: budget.dropped }));
+    }
     send(result);
   };
 }

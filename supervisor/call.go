@@ -88,9 +88,10 @@ type output struct {
 	dropped int
 }
 
-func (o *output) add(stream bridge.Stream, lines []string) {
+func (o *output) add(stream bridge.Stream, lines []string, droppedByWorker int) {
+	o.dropped += droppedByWorker
 	for _, l := range lines {
-		if o.dropped > 0 || (o.limit > 0 && o.size+len(l) > o.limit) {
+		if o.dropped > 0 || (o.limit > 0 && o.size+len(l)+1 > o.limit) {
 			o.dropped += len(l) + 1
 			continue
 		}

@@ -53,6 +53,7 @@ type workerInit struct {
 	Pyodide      string `json:"pyodide"`
 	Snapshot     string `json:"snapshot,omitempty"`
 	MakeSnapshot bool   `json:"makeSnapshot,omitempty"`
+	OutputLimit  int    `json:"outputLimit,omitempty"`
 }
 
 // policy is the sandbox of a worker: it reads the runtime files it needs and
@@ -80,7 +81,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtime, makeSnapshot bool) 
 	defer withdraw()
 
 	policy := s.policy(rt, makeSnapshot)
-	init := workerInit{Type: "init", Pyodide: rt.pyodide, MakeSnapshot: makeSnapshot}
+	init := workerInit{Type: "init", Pyodide: rt.pyodide, MakeSnapshot: makeSnapshot, OutputLimit: s.cfg.OutputLimit}
 	if !makeSnapshot {
 		init.Snapshot = rt.snapshot
 	}

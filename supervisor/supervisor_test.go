@@ -267,3 +267,28 @@ func TestDamagedSnapshotFallsBackToAPlainLoad(t *testing.T) {
 		t.Fatalf("after a damaged snapshot: %+v", res)
 	}
 }
+
+func TestOutputBombsAreCutAtTheSource(t *testing.T) {
+	s := start(t, Config{Workers: 1, OutputLimit: 1 << 10})
+	tests := []struct {
+		name, code string
+		kept       int
+		marker     string
+	}{
+		{"one huge line", "print('x' * 100_000_000)\nprint('never')", 0,
+			"[output truncated: 100000007 bytes more was printed than the 1 KiB limit]"},
+		{"many lines", "for _ in range(100_000): print('y' * 9)", 102,
+			"[output truncated: 998980 bytes more was printed than the 1 KiB limit]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, lines := run(t, s, tt.code)
+			if res.Status != bridge.StatusSuccess || len(res.Output) != tt.kept+1 || len(lines) != tt.kept+1 {
+				t.Fatalf("got %s with %d lines (%d streamed), want success with %d and a marker: %q", res.Status, len(res.Output), len(lines), tt.kept, res.Error)
+			}
+			if got := res.Output[tt.kept]; got != tt.marker {
+				t.Errorf("marker %q, want %q", got, tt.marker)
+			}
+		})
+	}
+}

@@ -422,7 +422,7 @@ func (c *e2eClient) handleNotification(n mcp.JSONRPCNotification) {
 	}
 	level, _ := n.Params.AdditionalFields["level"].(string)
 	data, ok := n.Params.AdditionalFields["data"].(string)
-	if !ok || len(n.Params.AdditionalFields) != 2 || n.Params.Meta != nil {
+	if !ok || len(n.Params.AdditionalFields) != 2 || len(n.Params.Meta) != 0 {
 		// Recorded as a message nobody expects, so the test fails.
 		raw, _ := json.Marshal(n.Params)
 		data = "UNEXPECTED PARAMS " + string(raw)
