@@ -61,7 +61,7 @@ class LineSplitter {
     const lines = text.split("\n");
     this.partial = lines.pop()!;
     this.emit(lines);
-    if (this.partial.length > this.budget.remaining) this.emit([]); // a line too long to ever fit
+    if (this.partial.length > this.budget.remaining) this.exhaust([]); // a line too long to ever fit
     return bytes.length;
   }
 
@@ -79,15 +79,18 @@ class LineSplitter {
       if (size > budget.remaining) break;
       budget.remaining -= size;
     }
-    if (kept < lines.length || (lines.length === 0 && this.partial)) {
-      for (const l of lines.slice(kept)) budget.dropped += this.encoder.encode(l).length + 1;
-      budget.dropped += this.encoder.encode(this.partial).length;
-      this.partial = "";
-      budget.remaining = -1;
-    }
     if (kept > 0) {
       send(JSON.stringify({ type: "output", stream: this.stream, lines: lines.slice(0, kept) }));
     }
+    if (kept < lines.length) this.exhaust(lines.slice(kept));
+  }
+
+  /** Counts lines that do not fit, and the unfinished one, as dropped: the budget is spent. */
+  private exhaust(lines: string[]) {
+    for (const l of lines) this.budget.dropped += this.encoder.encode(l).length + 1;
+    this.budget.dropped += this.encoder.encode(this.partial).length;
+    this.partial = "";
+    this.budget.remaining = -1;
   }
 }
 
