@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/permissions"
@@ -189,7 +190,7 @@ func (w *worker) exitStatus() string {
 	var ee *exec.ExitError
 	if errors.As(w.exitErr, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return "killed by " + ws.Signal().String()
+			return "killed by " + unix.SignalName(ws.Signal())
 		}
 		return fmt.Sprintf("exit status %d", ee.ExitCode())
 	}

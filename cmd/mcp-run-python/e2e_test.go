@@ -197,6 +197,7 @@ func e2eCases() []e2eCase {
 
 		// 10. Bad arguments.
 		{name: "bad_arguments", test: testBadArguments},
+		{name: "extra_argument", test: testExtraArgument},
 
 		// 11. The code ends its interpreter or its worker.
 		{name: "sys_exit", golden: true, code: "import sys\nsys.exit(3)"},
@@ -285,16 +286,24 @@ func testLoggingLevels(t *testing.T, _ *e2eSetup, tg *target, _ *e2eClient) {
 			t.Errorf("the first client got %d log messages in all, want %d: %q", got, 2*len(all)+len(warnings), c.logged())
 		}
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if len(c.others) > 0 {
 		t.Errorf("unexpected notifications: %q", c.others)
 	}
 }
 
-// testLoggingOrder makes 100 calls, 4 at a time, each printing several lines,
-// and checks that every log message of a call arrives before its result.
+// testLoggingOrder makes -e2e.order-calls calls, 4 at a time, each printing
+// several lines, and checks that every log message of a call arrives before
+// its result.
 func testLoggingOrder(t *testing.T, _ *e2eSetup, tg *target, _ *e2eClient) {
-	const calls, concurrency, lines = 100, 4, 6
-	c := tg.connect(t)
+	const concurrency, lines = 4, 6
+	calls := *orderCalls
+	protocol := e2eProtocol
+	if tg.mode == modeStateless {
+		protocol = modernProtocol
+	}
+	c := tg.connectProtocol(t, protocol)
 	c.setLevel(t, mcp.LoggingLevelInfo)
 
 	var mu sync.Mutex
@@ -314,9 +323,6 @@ func testLoggingOrder(t *testing.T, _ *e2eSetup, tg *target, _ *e2eClient) {
 	c.mu.Unlock()
 
 	wantLogs := func(i int) []logMessage {
-		if tg.mode == modeStateless {
-			return nil // see testLoggingLevels
-		}
 		var want []logMessage
 		for j := range lines {
 			level := mcp.LoggingLevelInfo
@@ -350,8 +356,8 @@ func testLoggingOrder(t *testing.T, _ *e2eSetup, tg *target, _ *e2eClient) {
 					t.Errorf("call %d: %v", i, err)
 					continue
 				}
-				if text := res.Content[0].(mcp.TextContent).Text; res.IsError || text != want {
-					t.Errorf("call %d: result %q (isError %v), want %q", i, text, res.IsError, want)
+				if text, ok := onlyText(res); !ok || res.IsError || text != want {
+					t.Errorf("call %d: result %+v (isError %v), want %q", i, res.Content, res.IsError, want)
 				}
 				if w := wantLogs(i); fmt.Sprint(got) != fmt.Sprint(w) {
 					t.Errorf("call %d: log messages before the result:\n got: %q\nwant: %q", i, got, w)
@@ -413,12 +419,23 @@ func testBadArguments(t *testing.T, _ *e2eSetup, _ *target, c *e2eClient) {
 			t.Errorf("%s: arguments %v: got %q (isError %v), want the tool error %q", tc.name, tc.args, text, res.IsError, tc.want)
 		}
 	}
-	// The schema forbids other properties (additionalProperties: false).
-	res, text := c.callTool(t, map[string]any{"python_code": "1 + 1", "unexpected": true})
-	if !res.IsError || !strings.Contains(text, "unexpected") {
-		t.Errorf("unknown extra argument: got %q (isError %v), want a tool error naming the argument", text, res.IsError)
-	}
 	c.expectWorks(t)
+}
+
+// testExtraArgument sends an argument the input schema does not allow
+// (additionalProperties: false): a tool error naming it, then the server goes
+// on serving.
+//
+// Upstream declared the schema with zod, whose objects strip unknown keys, so
+// upstream ran the code; this case follows the suite's brief, which asks for
+// the tool error.
+// testExtraArgument: upstream validates arguments with zod, which strips
+// unknown keys, so a drop-in runs the code.
+func testExtraArgument(t *testing.T, _ *e2eSetup, _ *target, c *e2eClient) {
+	res, text := c.callTool(t, map[string]any{"python_code": "1 + 1", "unexpected": true})
+	if want := "<status>success</status>\n<return_value>\n2\n</return_value>"; res.IsError || text != want {
+		t.Errorf("unknown extra argument: got %q (isError %v), want %q as upstream", text, res.IsError, want)
+	}
 }
 
 func testOSExit(t *testing.T, _ *e2eSetup, _ *target, c *e2eClient) {
