@@ -123,6 +123,11 @@ del _m, _mcp_source
 async function serve(init: Init) {
   const { py, restored } = await load(init);
   if (init.makeSnapshot) {
+    // One throwaway run first: the code paths and imports of a run are then
+    // part of the snapshot, and every call skips their first-use costs.
+    await py.runPythonAsync(`import _mcp_runner, platform
+await _mcp_runner.run("import asyncio\\n1 + 1")
+platform.python_version()`);
     send(py.makeMemorySnapshot());
     return;
   }

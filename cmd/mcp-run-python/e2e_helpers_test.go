@@ -86,6 +86,7 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	printFigures()
 	if tempRoot != "" {
 		_ = os.RemoveAll(tempRoot)
 	}

@@ -1,0 +1,218 @@
+package main_test
+
+// Benchmarks of the real binary, over stdio with the mcp-go client: `make
+// bench`. Each reports medians (and percentiles) of repeated runs beside the
+// goal set for two cores, in a table at the end and as benchmark metrics.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// benchServer is a stdio server the benchmark started, and its client.
+type benchServer struct {
+	*client.Client
+	started time.Time // when the process was spawned
+}
+
+// startBench spawns the binary over stdio with extra flags and initializes.
+func startBench(b *testing.B, s *e2eSetup, extra ...string) (*benchServer, time.Duration) {
+	b.Helper()
+	args := append(append(s.baseArgs(), extra...), "stdio")
+	tr := transport.NewStdioWithOptions(s.bin, serverEnv(), args, transport.WithCommandLogger(quietLog))
+	c := client.NewClient(tr, client.WithProtocolVersion(e2eProtocol))
+	start := time.Now()
+	if err := c.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = e2eProtocol
+	req.Params.ClientInfo = mcp.Implementation{Name: "bench", Version: "1"}
+	if _, err := c.Initialize(context.Background(), req); err != nil {
+		b.Fatal(err)
+	}
+	return &benchServer{Client: c, started: start}, time.Since(start)
+}
+
+// call runs code and fails unless it succeeds.
+func (s *benchServer) call(b *testing.B, code string) time.Duration {
+	b.Helper()
+	start := time.Now()
+	res, err := s.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{
+		Name: toolName, Arguments: map[string]any{"python_code": code},
+	}})
+	took := time.Since(start)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if text, ok := onlyText(res); !ok || res.IsError || len(text) < 24 || text[:24] != "<status>success</status>" {
+		b.Fatalf("call %q: %+v", code, res.Content)
+	}
+	return took
+}
+
+// benchSetup builds the binary and warms the cache, as the end-to-end tests do.
+func benchSetup(b *testing.B) *e2eSetup {
+	b.Helper()
+	setupOnce.Do(func() { sharedSetup, setupErr = prepare() })
+	if setupErr != nil {
+		b.Fatal(setupErr)
+	}
+	return sharedSetup
+}
+
+// figures collects the table printed at the end of the run.
+var figures struct {
+	sync.Mutex
+	rows [][3]string
+}
+
+// report records a figure beside its goal, as a metric and a table row.
+func report(b *testing.B, name string, value float64, unit, goal string) {
+	b.Helper()
+	b.ReportMetric(value, unit)
+	figures.Lock()
+	defer figures.Unlock()
+	figures.rows = append(figures.rows, [3]string{name, strconv.FormatFloat(value, 'f', 1, 64) + " " + unit, goal})
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(p*float64(len(s))))]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func BenchmarkInitialize(b *testing.B) {
+	s := benchSetup(b)
+	var times []time.Duration
+	for range 20 {
+		srv, took := startBench(b, s)
+		times = append(times, took)
+		_ = srv.Close()
+	}
+	report(b, "spawn → initialize answered (median of 20)", ms(percentile(times, 0.5)), "ms", "≤ 20 ms")
+}
+
+func BenchmarkWarmCall(b *testing.B) {
+	s := benchSetup(b)
+	srv, _ := startBench(b, s, "--workers", "2")
+	srv.call(b, "1+1") // the pool is up
+	var times []time.Duration
+	for range 40 {
+		// Give the retired worker's replacement time to warm, so every call
+		// finds a warm worker: this measures the call, not the boot.
+		time.Sleep(600 * time.Millisecond)
+		times = append(times, srv.call(b, "1+1"))
+	}
+	report(b, "`1+1` with a warm pool, p50 of 40", ms(percentile(times, 0.5)), "ms", "≤ 10 ms")
+	report(b, "`1+1` with a warm pool, p99 of 40", ms(percentile(times, 0.99)), "ms", "")
+}
+
+func BenchmarkBackToBackCalls(b *testing.B) {
+	s := benchSetup(b)
+	srv, _ := startBench(b, s, "--workers", "2")
+	srv.call(b, "1+1")
+	var times []time.Duration
+	for range 20 {
+		times = append(times, srv.call(b, "1+1"))
+	}
+	report(b, "`1+1` back to back over stdio, median of 20", ms(percentile(times, 0.5)), "ms", "")
+}
+
+func BenchmarkSustained(b *testing.B) {
+	s := benchSetup(b)
+	const workers, window = 2, 15 * time.Second
+	srv, _ := startBench(b, s, "--workers", strconv.Itoa(workers))
+	srv.call(b, "1+1")
+	var n int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for time.Since(start) < window {
+				srv.call(b, "1+1")
+				mu.Lock()
+				n++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	report(b, "sustained calls/s, fresh interpreter each", float64(n)/time.Since(start).Seconds(), "calls/s", "≥ 3 calls/s")
+}
+
+func BenchmarkColdStart(b *testing.B) {
+	s := benchSetup(b)
+	var times []time.Duration
+	for range 5 {
+		srv, _ := startBench(b, s)
+		srv.call(b, "1+1")
+		times = append(times, time.Since(srv.started))
+		_ = srv.Close()
+	}
+	report(b, "spawn → first result, cached snapshot (median of 5)", ms(percentile(times, 0.5)), "ms", "≤ 800 ms")
+}
+
+func BenchmarkConcurrentCPU(b *testing.B) {
+	s := benchSetup(b)
+	srv, _ := startBench(b, s, "--workers", "4")
+	// Warm all four workers before timing.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { srv.call(b, "1+1") })
+	}
+	wg.Wait()
+	time.Sleep(2 * time.Second)
+	// One second of CPU: a fixed amount of work, calibrated on an idle
+	// worker, so that sharing two cores shows as wall time.
+	res, err := srv.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: toolName,
+		Arguments: map[string]any{"python_code": "import time\nn, end = 0, time.perf_counter() + 1\nwhile time.perf_counter() < end:\n    for _ in range(1000): pass\n    n += 1\nn"}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	text, _ := onlyText(res)
+	var per int
+	if _, err := fmt.Sscanf(text, "<status>success</status>\n<return_value>\n%d", &per); err != nil || per == 0 {
+		b.Fatalf("calibration: %q", text)
+	}
+	time.Sleep(2 * time.Second)
+	code := fmt.Sprintf("for _ in range(%d):\n    for _ in range(1000): pass", per)
+	var times []time.Duration
+	for range 3 {
+		start := time.Now()
+		for range 4 {
+			wg.Go(func() { srv.call(b, code) })
+		}
+		wg.Wait()
+		times = append(times, time.Since(start))
+		time.Sleep(2 * time.Second) // replacements warm
+	}
+	report(b, "4 concurrent calls of 1 CPU-s, 4 workers (median of 3)", percentile(times, 0.5).Seconds(), "s", "≤ 2.2 s")
+}
+
+// printFigures prints the table of the benchmarks that ran; TestMain calls it.
+func printFigures() {
+	figures.Lock()
+	defer figures.Unlock()
+	if len(figures.rows) == 0 {
+		return
+	}
+	fmt.Fprintf(os.Stdout, "\n%-58s %-16s %s\n", "benchmark", "measured", "goal")
+	for _, r := range figures.rows {
+		fmt.Fprintf(os.Stdout, "%-58s %-16s %s\n", r[0], r[1], r[2])
+	}
+}
