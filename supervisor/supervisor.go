@@ -180,6 +180,14 @@ func (s *Supervisor) slot(rt *runtime) {
 // itself, its time limit and crashes of its worker are reported in the Result;
 // the error is for calls that could not be run at all.
 func (s *Supervisor) Run(ctx context.Context, code string, onLine func(bridge.Line)) (bridge.Result, error) {
+	if len(s.cfg.Deps) > 0 {
+		// Packages are resolved on the trusted side, which is not built yet:
+		// say so on every call rather than run without what was asked for.
+		return bridge.Result{
+			Status: bridge.StatusInstallError,
+			Error:  "cannot install " + strings.Join(s.cfg.Deps, ", ") + ": installing packages (--deps) is not supported by this version yet",
+		}, nil
+	}
 	if _, err := s.ensure(ctx, func(step string) { s.log.Info(step) }); err != nil {
 		return bridge.Result{}, err
 	}
