@@ -83,6 +83,12 @@ func (c *Conn) Run(ctx context.Context, code string, onOutput func(s Stream, lin
 	}
 }
 
+// Interrupt asks the worker to raise KeyboardInterrupt in the running code.
+// It is safe to call while Run is reading.
+func (c *Conn) Interrupt(ctx context.Context) error {
+	return c.write(ctx, Message{Type: TypeInterrupt})
+}
+
 // Snapshot waits for the memory snapshot a worker started to make one sends.
 func (c *Conn) Snapshot(ctx context.Context) ([]byte, error) {
 	typ, data, err := c.ws.Read(ctx)

@@ -18,6 +18,10 @@ const (
 	TypeFatal    = "fatal"    // worker → Go: the worker cannot go on
 	TypeRun      = "run"      // Go → worker: run this code
 	TypeSnapshot = "snapshot" // Go → worker: send a memory snapshot as a binary frame
+	// TypeInterrupt (Go → worker) raises KeyboardInterrupt in the running
+	// code. The worker's main thread acts on it, since the runner's thread
+	// is busy running Python.
+	TypeInterrupt = "interrupt"
 )
 
 // Stream names the standard stream a line was printed to.

@@ -21,6 +21,8 @@ export interface Init {
   makeSnapshot?: boolean;
   /** Bytes of output a run may send; 0 for no limit. */
   outputLimit?: number;
+  /** Set by the parent to interrupt the running code; see worker.ts. */
+  interrupt?: Int32Array;
 }
 
 type Stream = "stdout" | "stderr";
@@ -136,6 +138,7 @@ platform.python_version()`);
   const err = new LineSplitter("stderr", budget);
   py.setStdout({ write: (b: Uint8Array) => out.write(b) });
   py.setStderr({ write: (b: Uint8Array) => err.write(b) });
+  if (init.interrupt) py.setInterruptBuffer(init.interrupt);
   const runner = py.pyimport("_mcp_runner");
   const python = py.runPython("import platform; platform.python_version()");
   send(JSON.stringify({ type: "ready", python, snapshot: restored }));

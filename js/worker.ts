@@ -30,13 +30,18 @@ const opened = new Promise<void>((resolve, reject) => {
   ws.onerror = () => reject(new Error(`cannot reach the bridge at ${config.bridge}`));
 });
 
+// Shared with the runner: Pyodide checks it between bytecodes, so this
+// thread can stop Python code while the runner's thread is busy with it.
+const interrupt = new Int32Array(new SharedArrayBuffer(4));
+const SIGINT = 2;
+
 // Start Pyodide while the socket opens: loading is the slow part.
 const runner = new Worker(new URL("./runner.ts", import.meta.url), {
   type: "module",
   // deno-lint-ignore no-explicit-any
   deno: { permissions: config.permissions } as any,
 });
-runner.postMessage(config.init);
+runner.postMessage({ ...config.init, interrupt });
 
 // Frames wait for the hello; promise callbacks keep them in order.
 const hello = opened.then(() => ws.send(JSON.stringify({ type: "hello", secret: config.secret })));
@@ -48,6 +53,9 @@ runner.onerror = (e: ErrorEvent) => {
     ws.close();
   });
 };
-ws.onmessage = (e: MessageEvent<string>) => runner.postMessage(e.data);
+ws.onmessage = (e: MessageEvent<string>) => {
+  if (JSON.parse(e.data).type === "interrupt") Atomics.store(interrupt, 0, SIGINT);
+  else runner.postMessage(e.data);
+};
 // The supervisor closes the socket to retire a worker; nothing outlives it.
 ws.onclose = () => Deno.exit(0);

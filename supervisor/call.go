@@ -14,52 +14,106 @@ import (
 
 // Why a call was stopped from outside.
 var (
-	errTimeout = errors.New("time limit reached")
-	errMemory  = errors.New("memory limit reached")
+	errTimeout  = errors.New("time limit reached")
+	errMemory   = errors.New("memory limit reached")
+	errShutdown = errors.New("server shutting down")
 )
 
 // call runs code on w and turns whatever happens into a Result.
+//
+// Code that must stop (time limit, cancellation, shutdown) is first
+// interrupted: KeyboardInterrupt lets it end cleanly with its output and
+// traceback. Code that ignores that for the grace period, or that is over
+// its memory, is killed with its worker.
 func (s *Supervisor) call(ctx context.Context, w *worker, code string, onLine func(bridge.Line)) (bridge.Result, error) {
-	callCtx, stop := context.WithCancelCause(ctx)
+	stopCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	if s.cfg.Timeout > 0 {
 		timer := time.AfterFunc(s.cfg.Timeout, func() { stop(errTimeout) })
 		defer timer.Stop()
 	}
-	defer context.AfterFunc(s.ctx, func() { stop(errors.New("server shutting down")) })()
+	defer context.AfterFunc(s.ctx, func() { stop(errShutdown) })()
 	if s.cfg.MemoryLimit > 0 {
-		go watchMemory(callCtx, w.cmd.Process.Pid, s.cfg.MemoryLimit, func() { stop(errMemory) })
+		go watchMemory(stopCtx, w.cmd.Process.Pid, s.cfg.MemoryLimit, func() { stop(errMemory) })
 	}
 
+	type outcome struct {
+		msg bridge.Message
+		err error
+	}
 	out := output{limit: s.cfg.OutputLimit, onLine: onLine}
-	msg, err := w.conn.Run(callCtx, code, out.add)
+	done := make(chan outcome, 1)
+	go func() {
+		// Not bounded by the call's context: after an interrupt the result
+		// is still wanted. A kill closes the connection, which ends the read.
+		msg, err := w.conn.Run(context.Background(), code, out.add)
+		done <- outcome{msg, err}
+	}()
+
+	var o outcome
+	var finished, killed bool
+	select {
+	case o = <-done:
+		finished = true
+	case <-stopCtx.Done():
+		if !errors.Is(context.Cause(stopCtx), errMemory) {
+			_ = w.conn.Interrupt(context.Background())
+			select {
+			case o = <-done:
+				finished = true
+			case <-time.After(s.cfg.Grace):
+			}
+		}
+	}
+	if !finished {
+		killed = true
+		w.kill()
+		o = <-done
+	}
 	res := bridge.Result{Output: out.finish()}
-	if err == nil {
-		switch msg.Status {
+
+	cause := context.Cause(stopCtx)
+	if cause == nil && o.err == nil {
+		switch o.msg.Status {
 		case bridge.StatusSuccess, bridge.StatusRunError:
-			res.Status = msg.Status
-			res.ReturnValue = msg.ReturnValue
-			res.ReturnString = msg.ReturnString
-			res.Error = msg.Error
+			res.Status = o.msg.Status
+			res.ReturnValue = o.msg.ReturnValue
+			res.ReturnString = o.msg.ReturnString
+			res.Error = o.msg.Error
 			return res, nil
 		}
-		err = fmt.Errorf("worker sent the unknown status %q", msg.Status)
+		o.err = fmt.Errorf("worker sent the unknown status %q", o.msg.Status)
 	}
 
 	res.Status = bridge.StatusRunError
-	switch cause := context.Cause(callCtx); {
+	how := "interrupted"
+	if killed {
+		how = "killed with its worker"
+	}
+	switch {
 	case errors.Is(cause, errTimeout):
-		res.Error = fmt.Sprintf("TimeoutError: the code did not finish within %s and was stopped", s.cfg.Timeout)
+		res.Error = stoppedError(o.msg, fmt.Sprintf("TimeoutError: the code did not finish within %s and was %s", s.cfg.Timeout, how))
 	case errors.Is(cause, errMemory):
-		res.Error = fmt.Sprintf("MemoryError: the code used more than %s of memory and was stopped", bytesText(s.cfg.MemoryLimit))
-	case ctx.Err() != nil:
+		res.Error = fmt.Sprintf("MemoryError: the code used more than %s of memory and was killed with its worker", bytesText(s.cfg.MemoryLimit))
+	case cause != nil && ctx.Err() != nil:
 		return res, fmt.Errorf("call cancelled: %w", context.Cause(ctx))
 	case cause != nil:
 		return res, cause
 	default:
-		res.Error = "RuntimeError: the Python worker stopped while running the code (" + crashReason(w, err) + ")"
+		res.Error = "RuntimeError: the Python worker stopped while running the code (" + crashReason(w, o.err) + ")"
 	}
 	return res, nil
+}
+
+// stoppedError is the error text of code stopped from outside: the
+// traceback of the KeyboardInterrupt, when the code ended with one, shows
+// where it was; its last line becomes the reason it was stopped.
+func stoppedError(msg bridge.Message, reason string) string {
+	tb, ok := strings.CutSuffix(msg.Error, "KeyboardInterrupt\n")
+	if msg.Status != bridge.StatusRunError || !ok || !strings.HasPrefix(tb, "Traceback") {
+		return reason
+	}
+	return tb + reason + "\n"
 }
 
 // crashReason says how a worker ended under the code: os._exit, a crash of

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
@@ -19,10 +18,6 @@ import (
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/permissions"
 )
-
-// startTimeout bounds a worker's start: process, bridge connection and
-// Pyodide load. A plain load takes about 3 s on two cores; a restore 0.2 s.
-const startTimeout = 60 * time.Second
 
 // stderrLines is how many of a worker's last stderr lines are kept to
 // explain its failures; the rest is only logged.
@@ -74,7 +69,7 @@ func (s *Supervisor) policy(rt *runtime, makeSnapshot bool) permissions.Policy {
 // Pyodide. A snapshot worker is returned once connected: it sends its
 // snapshot instead of a ready frame.
 func (s *Supervisor) spawn(ctx context.Context, rt *runtime, makeSnapshot bool) (*worker, error) {
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
 	defer cancel()
 
 	secret := bridge.NewSecret()

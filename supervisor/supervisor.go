@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
@@ -26,30 +27,81 @@ type Config struct {
 	MemoryLimit int64         // resident bytes a worker may use; 0 means no limit
 	Deps        []string      // installed into every interpreter
 	Networking  bool          // user code may use the network
+
+	// Warm is how many idle workers are kept ready; 0 means Workers.
+	Warm int
+	// Queue is how many calls may wait for a worker when all are busy; a
+	// call beyond it fails at once with ErrQueueFull. 0 means 4 × Workers.
+	Queue int
+	// QueueTimeout is how long a call may wait for a worker before it fails
+	// with ErrQueueTimeout; 0 means no limit.
+	QueueTimeout time.Duration
+	// CodeLimit is the largest code accepted, in bytes; 0 means no limit.
+	CodeLimit int
+	// Grace is how long code may take to stop after it is interrupted (time
+	// limit, cancellation) before its worker is killed; 0 means 2 s.
+	Grace time.Duration
+	// StartTimeout bounds a worker's start: process, bridge connection and
+	// Pyodide load; 0 means 60 s. A plain load takes about 3 s on two cores.
+	StartTimeout time.Duration
+	// Metrics, if not nil, receives the supervisor's Prometheus metrics.
+	Metrics prometheus.Registerer
+}
+
+// Errors of calls that could not get a worker.
+var (
+	ErrQueueFull    = errors.New("all workers are busy and the queue of waiting calls is full")
+	ErrQueueTimeout = errors.New("no worker became free within the queue timeout")
+)
+
+// Health is a snapshot of the pool's state.
+type Health struct {
+	Warm     int // idle workers ready for a call
+	Busy     int // workers running a call
+	Starting int // workers booting
+	Waiting  int // calls waiting for a worker
+	// Ready reports that a call would get a warm worker at once.
+	Ready bool
+	// Err says why workers cannot be started, while none can.
+	Err string
 }
 
 // Supervisor runs Python code in a pool of sandboxed workers. Each worker
 // serves one call and is retired, so no state survives from call to call;
 // the pool keeps replacements warm so calls do not wait for Pyodide to boot.
 type Supervisor struct {
-	cfg    Config
-	log    *zap.Logger
-	python atomic.Value // string: major.minor
+	cfg     Config
+	log     *zap.Logger
+	python  atomic.Value // string: major.minor
+	metrics metrics
 
 	ctx    context.Context // ends when the supervisor closes
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // slots and retiring workers
+	wg     sync.WaitGroup // every goroutine that starts or kills workers
 
 	prep   chan struct{} // held while the runtime is being prepared
-	rt     *runtime      // set once prepared; guarded by prep
+	rt     *runtime      // set once prepared, before the pool starts
 	bridge *bridge.Server
-	ready  chan *worker // a slot offers its warm worker here until a call takes it
+	pool   pool
 }
+
+// errClosed is what calls get once Close has begun.
+var errClosed = errors.New("supervisor closed")
 
 // New returns a supervisor for cfg. It starts nothing: see Start and Warmup.
 func New(cfg Config, log *zap.Logger) *Supervisor {
-	if cfg.Workers < 1 {
-		cfg.Workers = 1
+	cfg.Workers = max(cfg.Workers, 1)
+	if cfg.Warm <= 0 || cfg.Warm > cfg.Workers {
+		cfg.Warm = cfg.Workers
+	}
+	if cfg.Queue <= 0 {
+		cfg.Queue = 4 * cfg.Workers
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = 2 * time.Second
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 60 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Supervisor{
@@ -58,8 +110,8 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 		ctx:    ctx,
 		cancel: cancel,
 		prep:   make(chan struct{}, 1),
-		ready:  make(chan *worker),
 	}
+	s.metrics = newMetrics(s, cfg.Metrics, log)
 	s.python.Store(knownPythonVersion(cfg.CacheDir))
 	return s
 }
@@ -87,13 +139,11 @@ func knownPythonVersion(cacheDir string) string {
 // at once, so that a server can answer initialize before Pyodide is loaded.
 // A failure is logged; calls retry the preparation.
 func (s *Supervisor) Start(ctx context.Context) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	s.wg.Go(func() {
 		if _, err := s.ensure(ctx, func(step string) { s.log.Info(step) }); err != nil {
 			s.log.Error("cannot prepare the Python runtime", zap.Error(err))
 		}
-	}()
+	})
 }
 
 // Warmup prepares everything a first call needs (runtime files, Pyodide, the
@@ -110,7 +160,7 @@ func (s *Supervisor) ensure(ctx context.Context, progress func(string)) (*runtim
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting for the runtime: %w", ctx.Err())
 	case <-s.ctx.Done():
-		return nil, errors.New("supervisor closed")
+		return nil, errClosed
 	}
 	defer func() { <-s.prep }()
 	if s.rt != nil {
@@ -133,53 +183,30 @@ func (s *Supervisor) ensure(ctx context.Context, progress func(string)) (*runtim
 	if v, err := pythonVersion(rt.pyodide); err == nil && v != "" {
 		s.python.Store(v)
 	}
+	s.pool.mu.Lock()
 	s.rt = rt
-	for range s.cfg.Workers {
-		s.wg.Add(1)
-		go s.slot(rt)
-	}
+	s.refill()
+	s.pool.mu.Unlock()
 	return rt, nil
-}
-
-// slot keeps one worker alive: it starts one, offers it until a call takes
-// it or it dies, waits for the call to retire it, and starts the next.
-// Failed starts are retried with exponential backoff.
-func (s *Supervisor) slot(rt *runtime) {
-	defer s.wg.Done()
-	backoff := 100 * time.Millisecond
-	for s.ctx.Err() == nil {
-		w, err := s.spawn(s.ctx, rt, false)
-		if err != nil {
-			if s.ctx.Err() != nil {
-				return
-			}
-			s.log.Error("worker failed to start", zap.Error(err), zap.Duration("retry_in", backoff))
-			select {
-			case <-time.After(backoff):
-			case <-s.ctx.Done():
-				return
-			}
-			backoff = min(2*backoff, 30*time.Second)
-			continue
-		}
-		backoff = 100 * time.Millisecond
-		select {
-		case s.ready <- w:
-			<-w.exited // the call retires it
-		case <-w.exited:
-			s.log.Warn("idle worker died", zap.String("status", w.exitStatus()), zap.String("stderr", w.stderrTail()))
-		case <-s.ctx.Done():
-			w.kill()
-			return
-		}
-	}
 }
 
 // Run runs code in a fresh interpreter. onLine, if not nil, is called for each
 // line the code prints, in order, before Run returns. Failures of the code
 // itself, its time limit and crashes of its worker are reported in the Result;
 // the error is for calls that could not be run at all.
-func (s *Supervisor) Run(ctx context.Context, code string, onLine func(bridge.Line)) (bridge.Result, error) {
+func (s *Supervisor) Run(ctx context.Context, code string, onLine func(bridge.Line)) (res bridge.Result, err error) {
+	start := time.Now()
+	defer func() {
+		status := string(res.Status)
+		if err != nil {
+			status = "error"
+		}
+		s.metrics.calls.WithLabelValues(status).Inc()
+		s.metrics.duration.Observe(time.Since(start).Seconds())
+	}()
+	if s.cfg.CodeLimit > 0 && len(code) > s.cfg.CodeLimit {
+		return bridge.Result{}, fmt.Errorf("the code is %s, more than the %s limit", bytesText(int64(len(code))), bytesText(int64(s.cfg.CodeLimit)))
+	}
 	if len(s.cfg.Deps) > 0 {
 		// Packages are resolved on the trusted side, which is not built yet:
 		// say so on every call rather than run without what was asked for.
@@ -191,21 +218,11 @@ func (s *Supervisor) Run(ctx context.Context, code string, onLine func(bridge.Li
 	if _, err := s.ensure(ctx, func(step string) { s.log.Info(step) }); err != nil {
 		return bridge.Result{}, err
 	}
-	var w *worker
-	select {
-	case w = <-s.ready:
-	case <-ctx.Done():
-		return bridge.Result{}, fmt.Errorf("waiting for a free worker: %w", ctx.Err())
-	case <-s.ctx.Done():
-		return bridge.Result{}, errors.New("supervisor closed")
+	w, err := s.acquire(ctx)
+	if err != nil {
+		return bridge.Result{}, err
 	}
-	s.wg.Add(1)
-	defer func() {
-		go func() { // retire: one call per interpreter
-			defer s.wg.Done()
-			w.kill()
-		}()
-	}()
+	defer s.retire(w)
 	return s.call(ctx, w, code, onLine)
 }
 
@@ -216,6 +233,7 @@ func (s *Supervisor) PythonVersion() string { return s.python.Load().(string) }
 // to be gone.
 func (s *Supervisor) Close(ctx context.Context) error {
 	s.cancel()
+	s.closePool()
 	done := make(chan struct{})
 	go func() {
 		s.wg.Wait()

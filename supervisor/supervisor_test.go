@@ -130,22 +130,38 @@ func TestRun(t *testing.T) {
 }
 
 func TestLimits(t *testing.T) {
-	s := start(t, Config{Workers: 2, Timeout: 2 * time.Second, OutputLimit: 100, MemoryLimit: 400 << 20})
+	s := start(t, Config{Workers: 2, Timeout: 2 * time.Second, Grace: 500 * time.Millisecond, OutputLimit: 100, MemoryLimit: 400 << 20})
 	tests := []struct {
 		name, code string
-		errPrefix  string
+		error      string // exact, or a prefix when it ends with "…"
 		output     []string
 	}{
-		{name: "time", code: "print('started')\nwhile True: pass", errPrefix: "TimeoutError: the code did not finish within 2s", output: []string{"started"}},
-		{name: "memory", code: "x = bytearray(600 * 2**20)\nimport time\nwhile True: pass", errPrefix: "MemoryError: the code used more than 400 MiB"},
+		{
+			name: "time: interrupted",
+			code: "print('started')\nwhile True: pass",
+			error: "Traceback (most recent call last):\n  File \"main.py\", line 2, in <module>\n    while True: pass\n                ^^^^\n" +
+				"TimeoutError: the code did not finish within 2s and was interrupted\n",
+			output: []string{"started"},
+		},
+		{
+			name:   "time: KeyboardInterrupt ignored",
+			code:   "print('stubborn')\nwhile True:\n    try:\n        while True: pass\n    except KeyboardInterrupt:\n        pass",
+			error:  "TimeoutError: the code did not finish within 2s and was killed with its worker",
+			output: []string{"stubborn"},
+		},
+		{
+			name:  "memory",
+			code:  "x = bytearray(600 * 2**20)\nwhile True: pass",
+			error: "MemoryError: the code used more than 400 MiB of memory and was killed with its worker",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res, _ := run(t, s, tt.code)
-			if res.Status != bridge.StatusRunError || !strings.HasPrefix(res.Error, tt.errPrefix) {
-				t.Fatalf("got %s %q, want run-error %q", res.Status, res.Error, tt.errPrefix)
+			if res.Status != bridge.StatusRunError || res.Error != tt.error {
+				t.Fatalf("got %s %q, want run-error %q", res.Status, res.Error, tt.error)
 			}
-			if tt.output != nil && strings.Join(res.Output, "\n") != strings.Join(tt.output, "\n") {
+			if strings.Join(res.Output, "\n") != strings.Join(tt.output, "\n") {
 				t.Errorf("output %q, want %q", res.Output, tt.output)
 			}
 		})

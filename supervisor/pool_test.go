@@ -1,0 +1,182 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/mcp-run-python/mcp-run-python/bridge"
+)
+
+// hangingDeno returns a deno wrapper whose `deno run` hangs without ever
+// connecting while the returned flag file exists: a worker that never connects.
+func hangingDeno(t *testing.T) (deno, flag string) {
+	t.Helper()
+	dir := t.TempDir()
+	flag = filepath.Join(dir, "hang")
+	deno = filepath.Join(dir, "deno")
+	script := "#!/bin/sh\nif [ \"$1\" = run ] && [ -e " + flag + " ]; then exec sleep 600; fi\nexec " + testDeno(t) + " \"$@\"\n"
+	if err := os.WriteFile(deno, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return deno, flag
+}
+
+func TestWorkersThatNeverConnect(t *testing.T) {
+	// The snapshot exists before workers start to hang.
+	if err := start(t, Config{Workers: 1}).Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	deno, flag := hangingDeno(t)
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Deno: deno, CacheDir: testCache(t), Workers: 1, StartTimeout: 500 * time.Millisecond, QueueTimeout: 3 * time.Second}
+	s := New(cfg, zaptest.NewLogger(t))
+	t.Cleanup(func() {
+		if err := s.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+		if left := denoChildren(t); len(left) > 0 {
+			t.Errorf("processes left: %v", left)
+		}
+	})
+
+	_, err := s.Run(context.Background(), "1", nil)
+	if !errors.Is(err, ErrQueueTimeout) || !strings.Contains(err.Error(), "did not connect") {
+		t.Fatalf("Run with workers that never connect: %v, want ErrQueueTimeout naming the reason", err)
+	}
+	if h := s.Health(); h.Ready || !strings.Contains(h.Err, "did not connect") {
+		t.Errorf("Health = %+v, want not ready, with the reason", h)
+	}
+
+	// Workers can start again: the pool recovers by itself.
+	if err := os.Remove(flag); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !s.Health().Ready {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool did not recover: %+v", s.Health())
+		}
+		time.Sleep(50 * time.Millisecond) // bounded polling of the pool's state
+	}
+	if h := s.Health(); h.Err != "" {
+		t.Errorf("Health after recovery = %+v", h)
+	}
+	res, err := s.Run(context.Background(), "1+1", nil)
+	if err != nil || string(res.ReturnValue) != "2" {
+		t.Errorf("after recovery: %+v, %v", res, err)
+	}
+}
+
+func TestQueue(t *testing.T) {
+	s := start(t, Config{Workers: 1, Queue: 1, Timeout: 3 * time.Second})
+	started := make(chan struct{})
+	var wg sync.WaitGroup
+	var first, second bridge.Result
+	wg.Go(func() {
+		var once sync.Once
+		first, _ = s.Run(context.Background(), "print('busy')\nwhile True: pass", func(bridge.Line) { once.Do(func() { close(started) }) })
+	})
+	<-started
+	wg.Go(func() {
+		var err error
+		if second, err = s.Run(context.Background(), "'second'", nil); err != nil {
+			t.Errorf("the queued call: %v", err)
+		}
+	})
+	for s.Health().Waiting != 1 {
+		time.Sleep(10 * time.Millisecond) // bounded: the call above queues at once
+	}
+	if _, err := s.Run(context.Background(), "'third'", nil); !errors.Is(err, ErrQueueFull) {
+		t.Errorf("a call beyond the queue: %v, want ErrQueueFull", err)
+	}
+	wg.Wait()
+	if !strings.Contains(first.Error, "TimeoutError") {
+		t.Errorf("the busy call: %+v", first)
+	}
+	if string(second.ReturnValue) != `"second"` {
+		t.Errorf("the queued call: %+v", second)
+	}
+	if h := s.Health(); h.Waiting != 0 {
+		t.Errorf("Health after the queue drained: %+v", h)
+	}
+}
+
+func TestWarmAndLiveLimits(t *testing.T) {
+	s := start(t, Config{Workers: 3, Warm: 1})
+	deadline := time.Now().Add(20 * time.Second)
+	for h := s.Health(); h.Warm != 1 || h.Starting != 0; h = s.Health() {
+		if time.Now().After(deadline) {
+			t.Fatalf("pool never settled: %+v", h)
+		}
+		time.Sleep(20 * time.Millisecond) // bounded polling of the pool's state
+	}
+	if n := len(denoChildren(t)); n != 1 {
+		t.Errorf("%d deno processes with Warm 1, want 1", n)
+	}
+	// Three calls at once: beyond the warm one, workers start on demand up
+	// to the live limit.
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() {
+			res, err := s.Run(context.Background(), "import time\nt = time.time()\nwhile time.time() < t + 1: pass\n'done'", nil)
+			if err != nil || string(res.ReturnValue) != `"done"` {
+				t.Errorf("call %d: %+v %v", i, res, err)
+			}
+		})
+	}
+	peak := 0
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for {
+		select {
+		case <-done:
+			if peak > 3 {
+				t.Errorf("%d deno processes at once, want at most 3", peak)
+			}
+			return
+		case <-time.After(20 * time.Millisecond):
+			peak = max(peak, len(denoChildren(t)))
+		}
+	}
+}
+
+func TestCodeLimit(t *testing.T) {
+	s := New(Config{CodeLimit: 10}, zaptest.NewLogger(t))
+	defer s.Close(context.Background())
+	if _, err := s.Run(context.Background(), strings.Repeat("1", 11), nil); err == nil || !strings.Contains(err.Error(), "more than the 10 bytes limit") {
+		t.Errorf("oversize code: %v", err)
+	}
+}
+
+func TestCancelInterruptsTheCode(t *testing.T) {
+	s := start(t, Config{Workers: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	var res bridge.Result
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		res, err = s.Run(ctx, "print('x')\nwhile True: pass", func(bridge.Line) { close(started) })
+	}()
+	<-started
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a cancelled call did not end")
+	}
+	if !errors.Is(err, context.Canceled) || len(res.Output) != 1 {
+		t.Errorf("cancelled call: %+v, %v; want context.Canceled and the output so far", res, err)
+	}
+}
