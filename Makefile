@@ -1,6 +1,7 @@
 # make run   — install what is missing (deno from npm), build, warm up, run the example
 # make test  — all tests: unit and end to end, with real deno and Pyodide
 # make bench — benchmarks against the real binary
+# make soak  — 2 000 calls through the supervisor: no leaked process, fd or memory
 
 DENO_VERSION := 2.9.6
 BIN          := bin/mcp-run-python
@@ -10,7 +11,7 @@ export MCP_RUN_PYTHON_DENO := $(DENO)
 # Trust the system certificate store too, as npm does.
 export DENO_TLS_CA_STORE ?= mozilla,system
 
-.PHONY: run build test test-go test-js bench fmt lint clean
+.PHONY: run build test test-go test-js bench soak fmt clean
 
 run: build $(DENO)
 	$(BIN) warmup
@@ -38,6 +39,9 @@ test-go:
 
 bench: build $(DENO)
 	go test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./cmd/mcp-run-python/
+
+soak: $(DENO)
+	go test -count=1 -run '^TestSoak$$' -timeout 20m -v ./supervisor/ -args -soak.calls=2000
 
 fmt:
 	gofmt -w .

@@ -32,6 +32,11 @@ const send = (frame: string | Uint8Array) =>
     ? self.postMessage(frame, [frame.buffer as ArrayBuffer])
     : self.postMessage(frame);
 
+/** Explains an error that ended the interpreter. */
+// deno-lint-ignore no-explicit-any
+const describe = (e: any): string =>
+  e?.name === "Exit" ? `the interpreter exited with status ${e.status}` : String(e);
+
 const fatal = (error: unknown) => {
   send(JSON.stringify({ type: "fatal", error: String(error) }));
   self.close();
@@ -128,11 +133,16 @@ async function serve(init: Init) {
     // One throwaway run first: the code paths and imports of a run are then
     // part of the snapshot, and every call skips their first-use costs.
     await py.runPythonAsync(`import _mcp_runner, platform
-await _mcp_runner.run("import asyncio\\n1 + 1")
+await _mcp_runner.run("import asyncio\\nawait asyncio.sleep(0)\\n1 + 1")
 platform.python_version()`);
     send(py.makeMemorySnapshot());
     return;
   }
+  // V8 compiles WebAssembly lazily, function by function, in every process:
+  // a throwaway run while the worker is idle spares the call that cost. It
+  // runs in its own namespace and prints nothing.
+  await py.runPythonAsync(`import _mcp_runner
+_mcp_runner.run("[str(i) for i in range(3)]")`);
   const budget = new Budget(init.outputLimit || Infinity);
   const out = new LineSplitter("stdout", budget);
   const err = new LineSplitter("stderr", budget);
@@ -149,11 +159,12 @@ platform.python_version()`);
     self.onmessage = null; // one run per worker: a fresh interpreter per call
     let result: string;
     try {
-      result = await runner.run(msg.code);
+      const ran = runner.run(msg.code); // a string, or a coroutine for top-level await
+      result = typeof ran === "string" ? ran : await ran;
     } catch (e) {
       // Only the interpreter's own end gets here (os._exit, a wasm trap):
       // Python exceptions are part of the result.
-      result = JSON.stringify({ type: "fatal", error: String(e) });
+      result = JSON.stringify({ type: "fatal", error: describe(e) });
     }
     out.flush();
     err.flush();
@@ -164,13 +175,13 @@ platform.python_version()`);
   };
 }
 
-// The interpreter's exit (os._exit) surfaces only as an unhandled rejection,
+// The interpreter's exit (os._exit) in async code surfaces only as an unhandled rejection,
 // and the run's promise never settles: report it, or the call would hang.
 // Anything else, such as a KeyboardInterrupt, is already part of a result.
 self.addEventListener("unhandledrejection", (e: PromiseRejectionEvent) => {
   e.preventDefault();
   if (e.reason?.name === "Exit") {
-    fatal(`the interpreter exited with status ${e.reason.status}`);
+    fatal(describe(e.reason));
   }
 });
 

@@ -25,13 +25,13 @@ type pool struct {
 	warm     []*worker
 	starting int
 	busy     int
-	dying    int // retired, not yet reaped: still counted against Workers
+	dying    int            // retired, not yet reaped: still counted against Workers
 	waiters  []chan *worker // calls waiting for a worker, first come first served
 	closed   bool
 
-	failures int       // consecutive failed starts
-	lastErr  error     // of the last failed start
-	retrying bool      // a backoff timer is pending; no starts until it fires
+	failures int   // consecutive failed starts
+	lastErr  error // of the last failed start
+	retrying bool  // a backoff timer is pending; no starts until it fires
 	backoff  time.Duration
 }
 

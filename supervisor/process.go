@@ -54,7 +54,7 @@ type workerInit struct {
 
 // policy is the sandbox of a worker: it reads the runtime files it needs and
 // reaches the bridge; its runner reaches the network only if allowed.
-func (s *Supervisor) policy(rt *runtime, makeSnapshot bool) permissions.Policy {
+func (s *Supervisor) policy(rt *runtimeFiles, makeSnapshot bool) permissions.Policy {
 	p := permissions.Policy{Read: []string{rt.pyodide}, Program: filepath.Dir(rt.entry), Bridge: s.bridge.Addr()}
 	if !makeSnapshot && rt.snapshot != "" {
 		p.Read = append(p.Read, rt.snapshot)
@@ -68,7 +68,7 @@ func (s *Supervisor) policy(rt *runtime, makeSnapshot bool) permissions.Policy {
 // spawn starts a worker and waits until it is connected and has loaded
 // Pyodide. A snapshot worker is returned once connected: it sends its
 // snapshot instead of a ready frame.
-func (s *Supervisor) spawn(ctx context.Context, rt *runtime, makeSnapshot bool) (*worker, error) {
+func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, makeSnapshot bool) (*worker, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
 	defer cancel()
 

@@ -17,9 +17,9 @@ import (
 	"github.com/mcp-run-python/mcp-run-python/js"
 )
 
-// runtime is the on-disk state every worker needs, prepared once per cache
+// runtimeFiles is the on-disk state every worker needs, prepared once per cache
 // directory by trusted steps: no user code runs while it is made.
-type runtime struct {
+type runtimeFiles struct {
 	entry    string // worker.ts in the written-out worker program
 	pyodide  string // the pyodide npm package, symlinks resolved
 	snapshot string // memory snapshot; "" when none could be made
@@ -38,7 +38,7 @@ func (l layout) snapshot(key string) string {
 // prepare makes the runtime: the worker program, Pyodide (downloaded by
 // deno's npm resolution, the one step with write permission) and the memory
 // snapshot. Steps already done by an earlier run are skipped.
-func (s *Supervisor) prepare(ctx context.Context, progress func(string)) (*runtime, error) {
+func (s *Supervisor) prepare(ctx context.Context, progress func(string)) (*runtimeFiles, error) {
 	l := layout{s.cfg.CacheDir}
 	if err := os.MkdirAll(l.root, 0o755); err != nil {
 		return nil, fmt.Errorf("cache directory: %w", err)
@@ -55,7 +55,7 @@ func (s *Supervisor) prepare(ctx context.Context, progress func(string)) (*runti
 	}
 	progress("deno " + denoVersion)
 
-	rt := &runtime{entry: filepath.Join(l.program(), js.Entry)}
+	rt := &runtimeFiles{entry: filepath.Join(l.program(), js.Entry)}
 	if err := writeProgram(l.program()); err != nil {
 		return nil, fmt.Errorf("write the worker program: %w", err)
 	}
@@ -164,7 +164,7 @@ func (s *Supervisor) installPyodide(ctx context.Context, l layout, version strin
 
 // makeSnapshot boots a worker that loads Pyodide and the runner module, then
 // sends the memory snapshot over the bridge; the worker itself writes nothing.
-func (s *Supervisor) makeSnapshot(ctx context.Context, rt *runtime, path string) error {
+func (s *Supervisor) makeSnapshot(ctx context.Context, rt *runtimeFiles, path string) error {
 	w, err := s.spawn(ctx, rt, true)
 	if err != nil {
 		return err

@@ -80,7 +80,7 @@ type Supervisor struct {
 	wg     sync.WaitGroup // every goroutine that starts or kills workers
 
 	prep   chan struct{} // held while the runtime is being prepared
-	rt     *runtime      // set once prepared, before the pool starts
+	rt     *runtimeFiles // set once prepared, before the pool starts
 	bridge *bridge.Server
 	pool   pool
 }
@@ -154,7 +154,7 @@ func (s *Supervisor) Warmup(ctx context.Context, progress func(step string)) err
 }
 
 // ensure prepares the runtime once and starts the pool's slots.
-func (s *Supervisor) ensure(ctx context.Context, progress func(string)) (*runtime, error) {
+func (s *Supervisor) ensure(ctx context.Context, progress func(string)) (*runtimeFiles, error) {
 	select {
 	case s.prep <- struct{}{}:
 	case <-ctx.Done():
