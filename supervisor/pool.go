@@ -44,9 +44,15 @@ func (s *Supervisor) acquire(ctx context.Context) (*worker, error) {
 		p.mu.Unlock()
 		return nil, errClosed
 	}
-	if n := len(p.warm); n > 0 {
+	for len(p.warm) > 0 {
 		w := p.warm[0]
 		p.warm = p.warm[1:]
+		if w.dead() {
+			// Died while idle, a moment before watchIdle would have seen it;
+			// the refill below replaces it.
+			s.metrics.restarts.Inc()
+			continue
+		}
 		p.busy++
 		s.refill()
 		p.mu.Unlock()

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -178,5 +180,41 @@ func TestCancelInterruptsTheCode(t *testing.T) {
 	}
 	if !errors.Is(err, context.Canceled) || len(res.Output) != 1 {
 		t.Errorf("cancelled call: %+v, %v; want context.Canceled and the output so far", res, err)
+	}
+}
+
+func TestIdleWorkersKilledFromOutsideAreReplaced(t *testing.T) {
+	s := start(t, Config{Workers: 2})
+	waitWarm := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for h := s.Health(); h.Warm != n; h = s.Health() {
+			if time.Now().After(deadline) {
+				t.Fatalf("pool never had %d warm workers: %+v", n, h)
+			}
+			time.Sleep(20 * time.Millisecond) // bounded polling of the pool's state
+		}
+	}
+	waitWarm(2)
+	before := denoChildren(t)
+	for _, pid := range before {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for slices.ContainsFunc(denoChildren(t), func(pid int) bool { return slices.Contains(before, pid) }) {
+		if time.Now().After(deadline) {
+			t.Fatal("killed workers were never reaped")
+		}
+		time.Sleep(20 * time.Millisecond) // bounded polling for the reaping
+	}
+	waitWarm(2)
+	after := denoChildren(t)
+	if len(after) != 2 || slices.ContainsFunc(after, func(pid int) bool { return slices.Contains(before, pid) }) {
+		t.Errorf("workers before %v, after %v: want two new ones and no zombies", before, after)
+	}
+	if res, _ := run(t, s, "'fine'"); res.Status != bridge.StatusSuccess {
+		t.Errorf("a call after the kills: %+v", res)
 	}
 }

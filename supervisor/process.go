@@ -180,6 +180,16 @@ func (w *worker) kill() {
 	<-w.exited
 }
 
+// dead reports whether the process has ended.
+func (w *worker) dead() bool {
+	select {
+	case <-w.exited:
+		return true
+	default:
+		return false
+	}
+}
+
 // exitStatus describes how the process ended, once it has.
 func (w *worker) exitStatus() string {
 	var ee *exec.ExitError
