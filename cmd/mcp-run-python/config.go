@@ -55,6 +55,12 @@ const (
 	defaultMemoryLimit = "1GiB"
 	defaultOutputLimit = "1MiB"
 	defaultLogLevel    = "warn"
+
+	defaultQueueFactor     = 4 // --queue is this many times --workers unless set
+	defaultQueueTimeout    = 30 * time.Second
+	defaultCodeLimit       = "1MiB"
+	defaultGrace           = 2 * time.Second
+	defaultShutdownTimeout = 10 * time.Second
 )
 
 // Config is everything the command line and the environment decide.
@@ -65,6 +71,9 @@ type Config struct {
 	ReturnMode ReturnMode
 	LogLevel   zapcore.Level
 	Supervisor supervisor.Config
+	// ShutdownTimeout is how long running calls get to finish after SIGTERM
+	// or SIGINT before they are cancelled; 0 cancels them at once.
+	ShutdownTimeout time.Duration
 
 	// Help and Version ask for the usage text or the version instead of a mode.
 	Help    bool
@@ -123,6 +132,12 @@ type flagValues struct {
 	deno              string
 	cacheDir          string
 	logLevel          string
+	warm              int
+	queue             int
+	queueTimeout      time.Duration
+	codeLimit         string
+	grace             time.Duration
+	shutdownTimeout   time.Duration
 }
 
 // newFlagSet defines the flags into v. Its output is discarded: errors are
@@ -137,9 +152,15 @@ func newFlagSet(v *flagValues) *pflag.FlagSet {
 	fs.StringVar(&v.deps, "deps", "", "comma-separated packages installed into every interpreter")
 	fs.BoolVar(&v.disableNetworking, "disable-networking", false, "deny Python code access to the network")
 	fs.IntVar(&v.workers, "workers", defaultWorkers, "live worker limit: calls run in parallel up to it")
+	fs.IntVar(&v.warm, "warm", 0, "idle workers kept ready for calls, at most --workers (default: --workers)")
+	fs.IntVar(&v.queue, "queue", 0, "calls that may wait for a worker while all are busy (default: 4 times --workers)")
+	fs.DurationVar(&v.queueTimeout, "queue-timeout", defaultQueueTimeout, "how long a call may wait for a worker; 0 for no limit")
 	fs.DurationVar(&v.timeout, "timeout", defaultTimeout, "time limit of one call, such as 30s or 2m")
+	fs.DurationVar(&v.grace, "grace", defaultGrace, "how long interrupted code gets to stop before its worker is killed")
 	fs.StringVar(&v.memoryLimit, "memory-limit", defaultMemoryLimit, "memory a worker may use, such as 512MiB; 0 for no limit")
 	fs.StringVar(&v.outputLimit, "output-limit", defaultOutputLimit, "output kept per call, such as 64KiB; 0 for no limit")
+	fs.StringVar(&v.codeLimit, "code-limit", defaultCodeLimit, "largest python_code accepted, such as 256KiB; 0 for no limit")
+	fs.DurationVar(&v.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "how long running calls get to finish after SIGTERM or SIGINT before they are cancelled")
 	fs.StringVar(&v.deno, "deno", "", "path of deno (default: deno on PATH, else $HOME/.deno/bin/deno)")
 	fs.StringVar(&v.cacheDir, "cache-dir", "", "runtime files and snapshots (default: the user cache directory/mcp-run-python)")
 	fs.StringVar(&v.logLevel, "log-level", defaultLogLevel, "level of the server's own log on stderr: debug, info, warn, error")
@@ -272,6 +293,34 @@ func ParseConfig(args []string, env Environment) (Config, error) {
 	if err != nil {
 		return Config{}, usageErrorf("invalid value %q for %s: %w", v.outputLimit, source("output-limit"), err)
 	}
+	codeLimit, err := parseBytes(v.codeLimit, math.MaxInt)
+	if err != nil {
+		return Config{}, usageErrorf("invalid value %q for %s: %w", v.codeLimit, source("code-limit"), err)
+	}
+	warm := v.workers
+	if fs.Changed("warm") {
+		if v.warm < 1 || v.warm > v.workers {
+			return Config{}, usageErrorf("invalid value %d for %s: need 1 to %d (the worker limit)", v.warm, source("warm"), v.workers)
+		}
+		warm = v.warm
+	}
+	queue := defaultQueueFactor * v.workers
+	if fs.Changed("queue") {
+		if v.queue < 1 {
+			return Config{}, usageErrorf("invalid value %d for %s: need at least 1", v.queue, source("queue"))
+		}
+		queue = v.queue
+	}
+	if v.queueTimeout < 0 {
+		return Config{}, usageErrorf("invalid value %s for %s: must not be negative", v.queueTimeout, source("queue-timeout"))
+	}
+	if v.grace <= 0 {
+		return Config{}, usageErrorf("invalid value %s for %s: must be positive", v.grace, source("grace"))
+	}
+	if v.shutdownTimeout < 0 {
+		return Config{}, usageErrorf("invalid value %s for %s: must not be negative", v.shutdownTimeout, source("shutdown-timeout"))
+	}
+	cfg.ShutdownTimeout = v.shutdownTimeout
 	deno := v.deno
 	if deno == "" {
 		deno = defaultDeno(env)
@@ -284,14 +333,19 @@ func ParseConfig(args []string, env Environment) (Config, error) {
 	}
 
 	cfg.Supervisor = supervisor.Config{
-		Deno:        deno,
-		CacheDir:    cacheDir,
-		Workers:     v.workers,
-		Timeout:     v.timeout,
-		OutputLimit: int(outputLimit),
-		MemoryLimit: memoryLimit,
-		Deps:        splitDeps(v.deps),
-		Networking:  !v.disableNetworking,
+		Deno:         deno,
+		CacheDir:     cacheDir,
+		Workers:      v.workers,
+		Timeout:      v.timeout,
+		OutputLimit:  int(outputLimit),
+		MemoryLimit:  memoryLimit,
+		Deps:         splitDeps(v.deps),
+		Networking:   !v.disableNetworking,
+		Warm:         warm,
+		Queue:        queue,
+		QueueTimeout: v.queueTimeout,
+		CodeLimit:    int(codeLimit),
+		Grace:        v.grace,
 	}
 	return cfg, nil
 }

@@ -61,14 +61,20 @@ func defaultConfig() Config {
 		ReturnMode: ReturnXML,
 		LogLevel:   zapcore.WarnLevel,
 		Supervisor: supervisor.Config{
-			Deno:        "/usr/bin/deno",
-			CacheDir:    "/home/u/.cache/mcp-run-python",
-			Workers:     2,
-			Timeout:     60 * time.Second,
-			OutputLimit: 1 << 20,
-			MemoryLimit: 1 << 30,
-			Networking:  true,
+			Deno:         "/usr/bin/deno",
+			CacheDir:     "/home/u/.cache/mcp-run-python",
+			Workers:      2,
+			Timeout:      60 * time.Second,
+			OutputLimit:  1 << 20,
+			MemoryLimit:  1 << 30,
+			Networking:   true,
+			Warm:         2,
+			Queue:        8,
+			QueueTimeout: 30 * time.Second,
+			CodeLimit:    1 << 20,
+			Grace:        2 * time.Second,
 		},
+		ShutdownTimeout: 10 * time.Second,
 	}
 }
 
@@ -98,7 +104,39 @@ func TestParseConfig(t *testing.T) {
 			func(c *Config) {
 				c.Supervisor.Workers, c.Supervisor.Timeout = 8, 90*time.Second
 				c.Supervisor.MemoryLimit, c.Supervisor.OutputLimit = 512<<20, 64<<10
+				c.Supervisor.Warm, c.Supervisor.Queue = 8, 32 // follow --workers
 			}},
+		{"service flags", []string{"sse", "--workers", "4", "--warm", "1", "--queue", "3", "--queue-timeout", "1m",
+			"--code-limit", "64KiB", "--grace", "500ms", "--shutdown-timeout", "45s"}, standardEnv(),
+			func(c *Config) {
+				c.Mode = ModeSSE
+				c.Supervisor.Workers, c.Supervisor.Warm, c.Supervisor.Queue = 4, 1, 3
+				c.Supervisor.QueueTimeout, c.Supervisor.CodeLimit = time.Minute, 64<<10
+				c.Supervisor.Grace, c.ShutdownTimeout = 500*time.Millisecond, 45*time.Second
+			}},
+		{"warm equal to workers", []string{"stdio", "--workers", "3", "--warm", "3"}, standardEnv(),
+			func(c *Config) { c.Supervisor.Workers, c.Supervisor.Warm, c.Supervisor.Queue = 3, 3, 12 }},
+		{"no limits and no shutdown wait", []string{"stdio", "--queue-timeout", "0", "--code-limit", "0", "--shutdown-timeout", "0s"}, standardEnv(),
+			func(c *Config) { c.Supervisor.QueueTimeout, c.Supervisor.CodeLimit, c.ShutdownTimeout = 0, 0, 0 }},
+		{"code limit in decimal units", []string{"stdio", "--code-limit", "100kB"}, standardEnv(),
+			func(c *Config) { c.Supervisor.CodeLimit = 100000 }},
+		{"env sets service flags", []string{"stdio"}, withVars(standardEnv(), map[string]string{
+			"MCP_RUN_PYTHON_WORKERS":          "6",
+			"MCP_RUN_PYTHON_WARM":             "2",
+			"MCP_RUN_PYTHON_QUEUE":            "100",
+			"MCP_RUN_PYTHON_QUEUE_TIMEOUT":    "5s",
+			"MCP_RUN_PYTHON_CODE_LIMIT":       "2MiB",
+			"MCP_RUN_PYTHON_GRACE":            "3s",
+			"MCP_RUN_PYTHON_SHUTDOWN_TIMEOUT": "1m",
+		}), func(c *Config) {
+			c.Supervisor.Workers, c.Supervisor.Warm, c.Supervisor.Queue = 6, 2, 100
+			c.Supervisor.QueueTimeout, c.Supervisor.CodeLimit = 5*time.Second, 2<<20
+			c.Supervisor.Grace, c.ShutdownTimeout = 3*time.Second, time.Minute
+		}},
+		{"command line wins over env for service flags", []string{"stdio", "--warm", "1", "--shutdown-timeout", "3s"}, withVars(standardEnv(), map[string]string{
+			"MCP_RUN_PYTHON_WARM":             "2",
+			"MCP_RUN_PYTHON_SHUTDOWN_TIMEOUT": "1m",
+		}), func(c *Config) { c.Supervisor.Warm, c.ShutdownTimeout = 1, 3*time.Second }},
 		{"decimal units and zero", []string{"stdio", "--memory-limit", "2GB", "--output-limit", "0"}, standardEnv(),
 			func(c *Config) { c.Supervisor.MemoryLimit, c.Supervisor.OutputLimit = 2e9, 0 }},
 		{"log level", []string{"stdio", "--log-level", "debug"}, standardEnv(),
@@ -183,6 +221,19 @@ func TestParseConfigUsageErrors(t *testing.T) {
 		{"bad memory limit", []string{"stdio", "--memory-limit", "lots"}, standardEnv(), "--memory-limit"},
 		{"negative output limit", []string{"stdio", "--output-limit", "-1KiB"}, standardEnv(), "--output-limit"},
 		{"bad log level", []string{"stdio", "--log-level", "loud"}, standardEnv(), "--log-level"},
+		{"zero warm", []string{"stdio", "--warm", "0"}, standardEnv(), "--warm"},
+		{"warm above workers", []string{"stdio", "--workers", "2", "--warm", "3"}, standardEnv(), "need 1 to 2"},
+		{"warm above workers from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_WARM": "5"}), "MCP_RUN_PYTHON_WARM"},
+		{"zero queue", []string{"stdio", "--queue", "0"}, standardEnv(), "--queue"},
+		{"negative queue", []string{"stdio", "--queue", "-4"}, standardEnv(), "--queue"},
+		{"queue not a number", []string{"stdio", "--queue", "many"}, standardEnv(), "queue"},
+		{"negative queue timeout", []string{"stdio", "--queue-timeout", "-1s"}, standardEnv(), "--queue-timeout"},
+		{"bad queue timeout", []string{"stdio", "--queue-timeout", "later"}, standardEnv(), "queue-timeout"},
+		{"bad code limit", []string{"stdio", "--code-limit", "big"}, standardEnv(), "--code-limit"},
+		{"negative code limit", []string{"stdio", "--code-limit", "-1"}, standardEnv(), "--code-limit"},
+		{"zero grace", []string{"stdio", "--grace", "0s"}, standardEnv(), "--grace"},
+		{"negative shutdown timeout", []string{"stdio", "--shutdown-timeout", "-5s"}, standardEnv(), "--shutdown-timeout"},
+		{"bad shutdown timeout from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_SHUTDOWN_TIMEOUT": "soon"}), "MCP_RUN_PYTHON_SHUTDOWN_TIMEOUT"},
 		{"bad env value", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_PORT": "abc"}), "MCP_RUN_PYTHON_PORT"},
 		{"bad env value checked later", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_RETURN_MODE": "yaml"}), "MCP_RUN_PYTHON_RETURN_MODE"},
 		{"no cache dir at all", []string{"stdio"}, fakeEnv{denoPath: "/usr/bin/deno"}, "--cache-dir"},
@@ -206,6 +257,7 @@ func TestUsageTextListsEveryFlagAndMode(t *testing.T) {
 	for _, want := range []string{
 		"--port", "--host", "--return-mode", "--deps", "--disable-networking", "--version", "-h, --help",
 		"--workers", "--timeout", "--memory-limit", "--output-limit", "--deno", "--cache-dir", "--log-level",
+		"--warm", "--queue", "--queue-timeout", "--code-limit", "--grace", "--shutdown-timeout",
 		"stdio", "streamable_http_stateless", "sse", "warmup", "example", "MCP_RUN_PYTHON_",
 	} {
 		if !strings.Contains(text, want) {

@@ -219,9 +219,11 @@ type target struct {
 	launch launch
 
 	// HTTP modes only.
-	url    string // http://127.0.0.1:PORT
-	cmd    *exec.Cmd
-	stderr *syncBuffer
+	url     string // http://127.0.0.1:PORT
+	cmd     *exec.Cmd
+	stderr  *syncBuffer
+	done    chan struct{} // closed when the process has exited
+	waitErr error         // how it exited, once done is closed
 }
 
 // startTarget starts a server in mode with the extra flags; the test's
@@ -251,14 +253,21 @@ func startTargetWith(t *testing.T, s *e2eSetup, mode string, l launch) *target {
 	if err := tg.cmd.Start(); err != nil {
 		t.Fatalf("start %s server: %v", mode, err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- tg.cmd.Wait() }()
+	tg.done = make(chan struct{})
+	go func() {
+		tg.waitErr = tg.cmd.Wait()
+		close(tg.done)
+	}()
 	t.Cleanup(func() {
-		_ = tg.cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("%s server: after SIGTERM: %v, want exit status 0; stderr:\n%s", mode, err, tg.stderr)
+		case <-tg.done:
+		default:
+			_ = tg.cmd.Process.Signal(syscall.SIGTERM)
+		}
+		select {
+		case <-tg.done:
+			if tg.waitErr != nil {
+				t.Errorf("%s server: after SIGTERM: %v, want exit status 0; stderr:\n%s", mode, tg.waitErr, tg.stderr)
 			}
 		case <-time.After(stopTimeout):
 			_ = tg.cmd.Process.Kill()
@@ -266,7 +275,7 @@ func startTargetWith(t *testing.T, s *e2eSetup, mode string, l launch) *target {
 		}
 	})
 	tg.url = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	waitForPort(t, tg, exited)
+	waitForPort(t, tg)
 	return tg
 }
 
@@ -282,7 +291,7 @@ func freePort(t *testing.T) int {
 }
 
 // waitForPort polls until the server accepts connections.
-func waitForPort(t *testing.T, tg *target, exited chan error) {
+func waitForPort(t *testing.T, tg *target) {
 	t.Helper()
 	addr := strings.TrimPrefix(tg.url, "http://")
 	deadline := time.Now().Add(startTimeout)
@@ -293,9 +302,8 @@ func waitForPort(t *testing.T, tg *target, exited chan error) {
 			return
 		}
 		select {
-		case err := <-exited:
-			exited <- err // for the cleanup
-			t.Fatalf("%s server exited before listening: %v; stderr:\n%s", tg.mode, err, tg.stderr)
+		case <-tg.done:
+			t.Fatalf("%s server exited before listening: %v; stderr:\n%s", tg.mode, tg.waitErr, tg.stderr)
 		default:
 		}
 		if time.Now().After(deadline) {

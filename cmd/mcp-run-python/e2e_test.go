@@ -486,8 +486,10 @@ func testTimeout(t *testing.T, s *e2eSetup, tg *target, _ *e2eClient) {
 	start := time.Now()
 	got := c.run(t, "print('started', flush=True)\nwhile True: pass")
 	elapsed := time.Since(start)
+	// Interrupted, the code ends with a traceback that shows where it was.
 	want := "<status>run-error</status>\n<output>\nstarted\n</output>\n<error>\n" +
-		"TimeoutError: the code did not finish within 2s and was stopped\n</error>"
+		"Traceback (most recent call last):\n  File \"main.py\", line 2, in <module>\n    while True: pass\n                ^^^^\n" +
+		"TimeoutError: the code did not finish within 2s and was interrupted\n\n</error>"
 	if got != want {
 		t.Errorf("result:\n got: %q\nwant: %q", got, want)
 	}

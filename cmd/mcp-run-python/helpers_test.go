@@ -38,14 +38,15 @@ type fakeRunner struct {
 	lines   int
 	version string
 	runErr  error
-	// block, when not nil, is called at the start of every Run.
-	block func(ctx context.Context) error
+	// block, when not nil, is called with the code at the start of every
+	// Run; an error ends the Run.
+	block func(ctx context.Context, code string) error
 }
 
 // Run implements runner.
 func (f *fakeRunner) Run(ctx context.Context, code string, onLine func(bridge.Line)) (bridge.Result, error) {
 	if f.block != nil {
-		if err := f.block(ctx); err != nil {
+		if err := f.block(ctx, code); err != nil {
 			return bridge.Result{}, err
 		}
 	}
@@ -235,12 +236,21 @@ func (c *testClient) call(ctx context.Context, arguments any) (string, bool, err
 // testOptions returns serverOptions around r, in XML mode.
 func testOptions(t *testing.T, r runner) serverOptions {
 	t.Helper()
-	return serverOptions{Version: "1.2.3-test", Runner: r, ReturnMode: ReturnXML, Log: zap.NewNop()}
+	return serverOptions{
+		Version: "1.2.3-test", Runner: r, ReturnMode: ReturnXML, Log: zap.NewNop(),
+		Calls: newCallGate(testTimeout, testTimeout),
+	}
 }
 
 // stdioServer serves r over in-memory pipes and returns a connect function.
 // The stdio transport has one client; connect may be called once.
 func stdioServer(t *testing.T, r runner, workers int) connectFunc {
+	t.Helper()
+	return stdioServerWith(t, testOptions(t, r), workers)
+}
+
+// stdioServerWith is stdioServer with the options o.
+func stdioServerWith(t *testing.T, o serverOptions, workers int) connectFunc {
 	t.Helper()
 	return func(t *testing.T, e era) *testClient {
 		t.Helper()
@@ -248,7 +258,7 @@ func stdioServer(t *testing.T, r runner, workers int) connectFunc {
 		serverIn, clientOut := io.Pipe()
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- serveStdio(ctx, testOptions(t, r), workers, serverIn, serverOut) }()
+		go func() { done <- serveStdio(ctx, o, workers, serverIn, serverOut) }()
 		t.Cleanup(func() {
 			// End the server's input, and fail its writes rather than let
 			// them wait for a client that stopped reading.
@@ -294,4 +304,102 @@ func httpServer(t *testing.T, mode Mode, r runner, opts ...transport.StreamableH
 		}
 		return newTestClient(t, tr, e)
 	}, ts.URL
+}
+
+// blockCode is the code that a blocker holds.
+const blockCode = "block"
+
+// blocked is what a blocker saw of a held call's end.
+type blocked struct {
+	cause error     // context.Cause of the call's context when it was cancelled
+	at    time.Time // when
+}
+
+// blocker is a fakeRunner.block that holds calls of blockCode until their
+// context ends or release is closed, and records which came first. Other
+// code runs at once.
+type blocker struct {
+	started   chan struct{} // a held call started
+	cancelled chan blocked  // a held call's context ended
+	released  chan error    // a released call's context error (nil: intact)
+	release   chan struct{}
+}
+
+// newBlocker returns a blocker with room for 16 calls.
+func newBlocker() *blocker {
+	return &blocker{
+		started:   make(chan struct{}, 16),
+		cancelled: make(chan blocked, 16),
+		released:  make(chan error, 16),
+		release:   make(chan struct{}),
+	}
+}
+
+// block implements fakeRunner.block.
+func (b *blocker) block(ctx context.Context, code string) error {
+	if code != blockCode {
+		return nil
+	}
+	b.started <- struct{}{}
+	select {
+	case <-ctx.Done():
+		b.cancelled <- blocked{cause: context.Cause(ctx), at: time.Now()}
+		return fmt.Errorf("run: %w", ctx.Err())
+	case <-b.release:
+		b.released <- ctx.Err()
+		return nil
+	}
+}
+
+// waitStarted waits for a held call to start.
+func (b *blocker) waitStarted(t *testing.T) {
+	t.Helper()
+	select {
+	case <-b.started:
+	case <-testContext(t).Done():
+		t.Fatal("the call did not start")
+	}
+}
+
+// waitCancelled waits for a held call's context to end.
+func (b *blocker) waitCancelled(t *testing.T) blocked {
+	t.Helper()
+	select {
+	case c := <-b.cancelled:
+		return c
+	case err := <-b.released:
+		t.Fatalf("the call was released (context error %v), not cancelled", err)
+	case <-testContext(t).Done():
+		t.Fatal("the call's context was not cancelled")
+	}
+	return blocked{}
+}
+
+// callResult is the outcome of a call made in the background.
+type callResult struct {
+	text    string
+	isError bool
+	err     error
+}
+
+// callAsync calls run_python_code with code in the background.
+func (c *testClient) callAsync(ctx context.Context, code string) <-chan callResult {
+	done := make(chan callResult, 1)
+	go func() {
+		text, isError, err := c.call(ctx, map[string]any{codeArgument: code})
+		done <- callResult{text, isError, err}
+	}()
+	return done
+}
+
+// wait returns the outcome of a call made with callAsync.
+func wait(t *testing.T, result <-chan callResult) callResult {
+	t.Helper()
+	select {
+	case r := <-result:
+		return r
+	case <-testContext(t).Done():
+		t.Fatal("no result")
+		return callResult{}
+	}
 }

@@ -60,6 +60,9 @@ json.loads(json.dumps({
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first signal starts a graceful shutdown; stop restores the default
+	// behaviour, so that a second one ends the program at once.
+	context.AfterFunc(ctx, stop)
 	code := run(ctx, os.Args[1:], streams{in: os.Stdin, out: os.Stdout, err: os.Stderr}, OSEnvironment(), newSupervisor)
 	stop()
 	os.Exit(code)
@@ -74,6 +77,8 @@ type engine interface {
 	Warmup(ctx context.Context, progress func(step string)) error
 	// Close stops all workers.
 	Close(ctx context.Context) error
+	// Health reports the pool's state, for readiness checks.
+	Health() supervisor.Health
 }
 
 // newEngineFunc makes the engine; tests pass a fake.
@@ -112,6 +117,10 @@ func run(ctx context.Context, args []string, std streams, env Environment, newEn
 
 	log := newLogger(cfg.LogLevel, std.err)
 	defer func() { _ = log.Sync() }()
+	// One registry per process: the supervisor registers its metrics in it,
+	// and the HTTP modes serve it at /metrics.
+	metrics := newMetricsRegistry()
+	cfg.Supervisor.Metrics = metrics
 	eng := newEngine(cfg.Supervisor, log)
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), engineCloseTimeout)
@@ -135,8 +144,18 @@ func run(ctx context.Context, args []string, std streams, env Environment, newEn
 		defer close(started)
 		eng.Start(ctx)
 	}()
-	o := serverOptions{Version: version, Runner: eng, ReturnMode: cfg.ReturnMode, Log: log}
-	err = serve(ctx, cfg, o, std)
+	o := serverOptions{
+		Version:    version,
+		Runner:     eng,
+		ReturnMode: cfg.ReturnMode,
+		Log:        log,
+		CodeLimit:  cfg.Supervisor.CodeLimit,
+		// Cancelled code gets the supervisor's grace to stop before its
+		// worker is killed, and then a moment to report.
+		Calls: newCallGate(cfg.ShutdownTimeout, cfg.Supervisor.Grace+time.Second),
+	}
+	p := probes{health: eng.Health, metrics: metrics, calls: o.Calls, log: log}
+	err = serve(ctx, cfg, o, p, std)
 	select {
 	case <-started:
 	case <-time.After(engineCloseTimeout):
@@ -150,8 +169,8 @@ func run(ctx context.Context, args []string, std streams, env Environment, newEn
 }
 
 // serve serves MCP in one of the server modes until ctx is done (or, for
-// stdio, until stdin ends).
-func serve(ctx context.Context, cfg Config, o serverOptions, std streams) error {
+// stdio, until stdin ends); the HTTP modes serve p's endpoints too.
+func serve(ctx context.Context, cfg Config, o serverOptions, p probes, std streams) error {
 	if cfg.Mode == ModeStdio {
 		return serveStdio(ctx, o, cfg.Supervisor.Workers, std.in, std.out)
 	}
@@ -159,6 +178,7 @@ func serve(ctx context.Context, cfg Config, o serverOptions, std streams) error 
 	if err != nil {
 		return err
 	}
+	fe.handler = p.handler(fe.handler)
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {

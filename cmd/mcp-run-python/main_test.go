@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -31,6 +32,23 @@ type fakeEngine struct {
 	cfg    supervisor.Config
 	codes  []string
 	closed bool
+	health supervisor.Health
+	// onNew, when not nil, is called with the configuration when the
+	// program makes the engine.
+	onNew func(cfg supervisor.Config)
+}
+
+func (e *fakeEngine) Health() supervisor.Health {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.health
+}
+
+// setHealth sets what Health reports.
+func (e *fakeEngine) setHealth(h supervisor.Health) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.health = h
 }
 
 func (e *fakeEngine) Start(context.Context) {
@@ -67,12 +85,22 @@ func (e *fakeEngine) Close(context.Context) error {
 	return nil
 }
 
+// isClosed reports whether Close was called.
+func (e *fakeEngine) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
+}
+
 // factory returns a newEngineFunc that hands out e.
 func (e *fakeEngine) factory() newEngineFunc {
 	return func(cfg supervisor.Config, _ *zap.Logger) engine {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		e.cfg = cfg
+		if e.onNew != nil {
+			e.onNew(cfg)
+		}
 		return e
 	}
 }
@@ -245,57 +273,179 @@ func TestRunStdioAnswersAtOnce(t *testing.T) {
 	}
 }
 
-// TestRunHTTPStopsOnSignal serves streamable HTTP on a free port, makes a
+// TestRunHTTPStopsOnSignal serves each HTTP mode on a free port, makes a
 // call, and stops when the context ends, as on SIGINT or SIGTERM.
 func TestRunHTTPStopsOnSignal(t *testing.T) {
-	for _, mode := range []string{"streamable-http", "sse"} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []Mode{ModeStreamableHTTP, ModeStreamableHTTPStateless, ModeSSE} {
+		t.Run(string(mode), func(t *testing.T) {
 			e := &fakeEngine{fakeRunner: fakeRunner{lines: 2}}
-			ctx, stop := context.WithCancel(testContext(t))
-			defer stop()
-			stderrR, stderrW := io.Pipe()
-			exited := make(chan int, 1)
-			go func() {
-				exited <- run(ctx, []string{mode, "--port", "0"}, streams{in: strings.NewReader(""), out: io.Discard, err: stderrW},
-					standardEnv().environment(), e.factory())
-				_ = stderrW.Close()
-			}()
-			lines := bufio.NewScanner(stderrR)
-			var url string
-			for url == "" && lines.Scan() {
-				if _, after, ok := strings.Cut(lines.Text(), " at http://"); ok {
-					url = "http://" + after
-				}
-			}
-			go func() { _, _ = io.Copy(io.Discard, stderrR) }()
-			if url == "" {
-				t.Fatal("no serving address on stderr")
-			}
-			var tr transport.Interface
-			var err error
-			if mode == "sse" {
-				tr, err = transport.NewSSE(url)
-			} else {
-				tr, err = transport.NewStreamableHTTP(url)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := newTestClient(t, tr, legacy)
+			p := startProgram(t, mode, e)
+			c := p.connect(t)
 			if text, isError, err := c.call(testContext(t), map[string]any{codeArgument: "net"}); err != nil || isError || text != expectedXML("net", 2) {
 				t.Fatalf("call: err %v, isError %v, %q", err, isError, text)
 			}
-			stop()
-			select {
-			case code := <-exited:
-				if code != exitOK {
-					t.Errorf("exit %d", code)
-				}
-			case <-testContext(t).Done():
-				t.Fatal("program did not stop")
+			p.stop()
+			if code := p.wait(t); code != exitOK {
+				t.Errorf("exit %d", code)
+			}
+			if !e.isClosed() {
+				t.Errorf("engine not closed")
 			}
 		})
 	}
+}
+
+// program is the program running in a server mode under test.
+type program struct {
+	mode   Mode
+	stop   context.CancelFunc // what SIGINT or SIGTERM do
+	stderr *lineLog
+	url    string // HTTP modes: the base URL, http://host:port
+
+	exited   chan int
+	waitOnce sync.Once
+	code     int
+
+	// stdio: the client's ends of the pipes.
+	clientIn  io.ReadCloser
+	clientOut io.WriteCloser
+}
+
+// startProgram runs the program in mode with a fake engine and flags; HTTP
+// modes listen on a free port. The test's cleanup stops it.
+func startProgram(t *testing.T, mode Mode, e *fakeEngine, flags ...string) *program {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	p := &program{mode: mode, stop: stop, stderr: newLineLog(), exited: make(chan int, 1)}
+	stderrR, stderrW := io.Pipe()
+	go p.stderr.read(stderrR)
+	std := streams{in: strings.NewReader(""), out: io.Discard, err: stderrW}
+	var serverOut *io.PipeWriter
+	if mode == ModeStdio {
+		var serverIn io.Reader
+		p.clientIn, serverOut = io.Pipe()
+		serverIn, p.clientOut = io.Pipe()
+		std.in, std.out = serverIn, serverOut
+	}
+	args := append(append([]string{}, flags...), "--port", "0", string(mode))
+	go func() {
+		code := run(ctx, args, std, standardEnv().environment(), e.factory())
+		if serverOut != nil {
+			_ = serverOut.Close()
+		}
+		_ = stderrW.Close()
+		p.exited <- code
+	}()
+	t.Cleanup(func() {
+		stop()
+		if p.clientOut != nil {
+			_ = p.clientOut.Close()
+		}
+		p.wait(t)
+	})
+	if mode != ModeStdio {
+		line := p.stderr.waitFor(t, " at http://")
+		_, after, _ := strings.Cut(line, " at http://")
+		host, _, _ := strings.Cut(after, "/")
+		p.url = "http://" + host
+	}
+	return p
+}
+
+// connect returns a client of the program; in stdio mode only one.
+func (p *program) connect(t *testing.T) *testClient {
+	t.Helper()
+	var tr transport.Interface
+	var err error
+	switch p.mode {
+	case ModeStdio:
+		tr = transport.NewIO(p.clientIn, p.clientOut, io.NopCloser(strings.NewReader("")))
+	case ModeSSE:
+		tr, err = transport.NewSSE(p.url + sseStreamPath)
+	default:
+		tr, err = transport.NewStreamableHTTP(p.url + streamablePath)
+	}
+	if err != nil {
+		t.Fatalf("client transport: %v", err)
+	}
+	return newTestClient(t, tr, legacy)
+}
+
+// wait waits for the program to exit and returns its exit status.
+func (p *program) wait(t *testing.T) int {
+	t.Helper()
+	p.waitOnce.Do(func() {
+		select {
+		case p.code = <-p.exited:
+		case <-time.After(testTimeout):
+			p.code = -1
+			t.Errorf("the program did not exit; stderr:\n%s", p.stderr)
+		}
+	})
+	return p.code
+}
+
+// lineLog keeps the lines a program writes to stderr.
+type lineLog struct {
+	mu      sync.Mutex
+	lines   []string
+	changed chan struct{} // closed and replaced when a line arrives
+	ended   bool
+}
+
+// newLineLog returns an empty log.
+func newLineLog() *lineLog {
+	return &lineLog{changed: make(chan struct{})}
+}
+
+// read reads lines from r until it ends.
+func (l *lineLog) read(r io.Reader) {
+	scanner := bufio.NewScanner(r)
+	scanner.Buffer(nil, 1<<20)
+	for scanner.Scan() {
+		l.mu.Lock()
+		l.lines = append(l.lines, scanner.Text())
+		close(l.changed)
+		l.changed = make(chan struct{})
+		l.mu.Unlock()
+	}
+	_, _ = io.Copy(io.Discard, r)
+	l.mu.Lock()
+	l.ended = true
+	close(l.changed)
+	l.mu.Unlock()
+}
+
+// waitFor returns the first line that contains s, waiting for it.
+func (l *lineLog) waitFor(t *testing.T, s string) string {
+	t.Helper()
+	ctx := testContext(t)
+	for {
+		l.mu.Lock()
+		for _, line := range l.lines {
+			if strings.Contains(line, s) {
+				l.mu.Unlock()
+				return line
+			}
+		}
+		changed, ended := l.changed, l.ended
+		l.mu.Unlock()
+		if ended {
+			t.Fatalf("stderr ended without a line containing %q:\n%s", s, l)
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("no line containing %q on stderr:\n%s", s, l)
+		}
+	}
+}
+
+// String returns the lines so far.
+func (l *lineLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
 }
 
 // lockedBuffer is a bytes.Buffer safe for concurrent writes.

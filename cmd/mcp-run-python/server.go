@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/dustin/go-humanize"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor"
 )
 
 // The MCP surface of DESIGN 1.2.
@@ -58,6 +60,11 @@ type serverOptions struct {
 	Runner     runner
 	ReturnMode ReturnMode
 	Log        *zap.Logger
+	// CodeLimit is the largest python_code accepted, in bytes; 0 means no
+	// limit.
+	CodeLimit int
+	// Calls admits the tool calls and stops them at shutdown.
+	Calls *callGate
 }
 
 // newMCPServer returns the MCP server with its one tool. levels keeps the
@@ -73,7 +80,10 @@ func newMCPServer(o serverOptions, levels *levelStore, hooks *server.Hooks) *ser
 		server.WithRecovery(),
 		server.WithToolFilter(describeTool(o.Runner)),
 	)
-	s.AddTool(runPythonCodeTool(&toolHandler{runner: o.Runner, mode: o.ReturnMode, levels: levels, log: o.Log}))
+	s.AddTool(runPythonCodeTool(&toolHandler{
+		runner: o.Runner, mode: o.ReturnMode, levels: levels, log: o.Log,
+		codeLimit: o.CodeLimit, calls: o.Calls,
+	}))
 	return s
 }
 
@@ -100,25 +110,40 @@ func describeTool(r runner) server.ToolFilterFunc {
 
 // toolHandler serves run_python_code.
 type toolHandler struct {
-	runner runner
-	mode   ReturnMode
-	levels *levelStore
-	log    *zap.Logger
+	runner    runner
+	mode      ReturnMode
+	levels    *levelStore
+	log       *zap.Logger
+	codeLimit int
+	calls     *callGate
 }
 
-// handle runs the code of one call. Bad arguments and failures to run give a
-// tool error (isError) rather than a protocol error, so the model sees why.
+// handle runs the code of one call. Bad arguments, code over the size limit,
+// calls refused at shutdown and failures to run give a tool error (isError)
+// rather than a protocol error, so the model sees why.
 func (h *toolHandler) handle(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	code, err := pythonCode(req.Params.Arguments)
 	if err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
 	}
+	if err := checkCodeSize(code, h.codeLimit); err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	ctx, leave, err := h.calls.enter(ctx)
+	if err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	defer leave()
 	ctx, cancel := withSessionCancel(ctx)
 	defer cancel()
 	res, err := h.runner.Run(ctx, code, h.lineSink(ctx))
 	if err != nil {
-		h.log.Warn("run failed", zap.Error(err))
-		return mcp.NewToolResultError(err.Error()), nil
+		if ctx.Err() != nil {
+			h.log.Info("call cancelled", zap.Error(err), zap.NamedError("cause", context.Cause(ctx)))
+		} else {
+			h.log.Warn("run failed", zap.Error(err))
+		}
+		return mcp.NewToolResultError(runErrorText(ctx, err)), nil
 	}
 	text, err := render(h.mode, res)
 	if err != nil {
@@ -169,6 +194,27 @@ func pythonCode(arguments any) (string, error) {
 		return "", fmt.Errorf("invalid argument %q: expected a string, got %s", codeArgument, jsonType(value))
 	}
 	return code, nil
+}
+
+// checkCodeSize fails for code longer than limit bytes (0: no limit).
+func checkCodeSize(code string, limit int) error {
+	if limit <= 0 || len(code) <= limit {
+		return nil
+	}
+	return fmt.Errorf("%q is too large: %d bytes, over the limit of %d bytes (%s); send shorter code",
+		codeArgument, len(code), limit, humanize.IBytes(uint64(limit)))
+}
+
+// runErrorText is the tool error for a call that Run could not run: a full
+// pool says to try again later, a cancellation says why.
+func runErrorText(ctx context.Context, err error) string {
+	switch {
+	case errors.Is(err, supervisor.ErrQueueFull), errors.Is(err, supervisor.ErrQueueTimeout):
+		return fmt.Sprintf("the server is busy: %v; try again later", err)
+	case ctx.Err() != nil:
+		return "the call was cancelled: " + context.Cause(ctx).Error()
+	}
+	return err.Error()
 }
 
 // jsonType names the JSON type of a decoded value.

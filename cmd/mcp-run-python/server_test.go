@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor"
 )
 
 // rawStdio serves r over pipes and exchanges raw JSON-RPC lines with it.
@@ -202,6 +205,107 @@ func TestRunErrorIsToolError(t *testing.T) {
 	}
 }
 
+// errorRunner fails the calls of the codes in errs and runs the others as
+// fakeRunner does; it records the codes it was given.
+type errorRunner struct {
+	fakeRunner
+	errs map[string]error
+
+	mu    sync.Mutex
+	codes []string
+}
+
+func (r *errorRunner) Run(ctx context.Context, code string, onLine func(bridge.Line)) (bridge.Result, error) {
+	r.mu.Lock()
+	r.codes = append(r.codes, code)
+	r.mu.Unlock()
+	if err := r.errs[code]; err != nil {
+		return bridge.Result{}, err
+	}
+	return r.fakeRunner.Run(ctx, code, onLine)
+}
+
+// ran returns the codes run so far.
+func (r *errorRunner) ran() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.codes...)
+}
+
+// TestPoolErrorsAreToolErrors checks that calls the pool cannot take get a
+// tool error that says to try again, and that the server keeps serving.
+func TestPoolErrorsAreToolErrors(t *testing.T) {
+	r := &errorRunner{fakeRunner: fakeRunner{lines: 1}, errs: map[string]error{
+		"full":    fmt.Errorf("get a worker: %w", supervisor.ErrQueueFull),
+		"waited":  fmt.Errorf("get a worker: %w", supervisor.ErrQueueTimeout),
+		"no deno": errors.New("prepare the runtime: deno not found"),
+	}}
+	c := stdioServer(t, r, 2)(t, legacy)
+	ctx := testContext(t)
+	tests := []struct {
+		code string
+		want string
+	}{
+		{"full", "the server is busy: get a worker: all workers are busy and the queue of waiting calls is full; try again later"},
+		{"waited", "the server is busy: get a worker: no worker became free within the queue timeout; try again later"},
+		{"no deno", "prepare the runtime: deno not found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.code, func(t *testing.T) {
+			text, isError, err := c.call(ctx, map[string]any{codeArgument: tt.code})
+			if err != nil || !isError || text != tt.want {
+				t.Errorf("got err %v, isError %v, %q; want the tool error %q", err, isError, text, tt.want)
+			}
+			text, isError, err = c.call(ctx, map[string]any{codeArgument: "next"})
+			if err != nil || isError || text != expectedXML("next", 1) {
+				t.Errorf("call after the error: err %v, isError %v, %q", err, isError, text)
+			}
+		})
+	}
+}
+
+// TestCodeLimit checks that code over --code-limit bytes gets a tool error
+// before it reaches the runner.
+func TestCodeLimit(t *testing.T) {
+	tests := []struct {
+		name  string
+		limit int
+		code  string
+		want  string // the tool error; "" when the code must run
+	}{
+		{"at the limit", 10, "0123456789", ""},
+		{"one byte over", 10, "0123456789x", `"python_code" is too large: 11 bytes, over the limit of 10 bytes (10 B); send shorter code`},
+		{"bytes, not characters", 10, "éééééé", `"python_code" is too large: 12 bytes, over the limit of 10 bytes (10 B); send shorter code`},
+		{"multi-byte at the limit", 10, "ééééé", ""},
+		{"default limit", 1 << 20, strings.Repeat("#", 1<<20+1), `"python_code" is too large: 1048577 bytes, over the limit of 1048576 bytes (1.0 MiB); send shorter code`},
+		{"no limit", 0, strings.Repeat("#", 1<<20+1), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &errorRunner{}
+			o := testOptions(t, r)
+			o.CodeLimit = tt.limit
+			c := stdioServerWith(t, o, 2)(t, legacy)
+			text, isError, err := c.call(testContext(t), map[string]any{codeArgument: tt.code})
+			if err != nil {
+				t.Fatalf("call: %v", err)
+			}
+			if tt.want == "" {
+				if isError || len(r.ran()) != 1 {
+					t.Errorf("code within the limit: isError %v %.100q, ran %d times", isError, text, len(r.ran()))
+				}
+				return
+			}
+			if !isError || text != tt.want {
+				t.Errorf("got isError %v %.200q, want the tool error %q", isError, text, tt.want)
+			}
+			if n := len(r.ran()); n != 0 {
+				t.Errorf("code over the limit reached the runner %d times", n)
+			}
+		})
+	}
+}
+
 // jsonModeRunner returns a fixed result.
 type jsonModeRunner struct {
 	fakeRunner
@@ -354,10 +458,11 @@ func TestSSEQueueFullMessage(t *testing.T) {
 		}
 	}
 	// From here on the client reads nothing.
-	sender, ok := fe.handler.(eventSender)
+	handler, ok := fe.handler.(*sseHandler)
 	if !ok {
-		t.Fatalf("SSE handler is %T, not an eventSender", fe.handler)
+		t.Fatalf("SSE handler is %T, not an *sseHandler", fe.handler)
 	}
+	var sender eventSender = handler.sse
 	event := json.RawMessage(`"` + strings.Repeat("x", 256<<10) + `"`)
 	for i := range 4000 {
 		err := sender.SendEventToSession(sessionID, event)

@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -26,10 +28,6 @@ const (
 	sseMessagesPath = "/messages"
 )
 
-// shutdownGrace is how long in-flight HTTP requests may take to finish after
-// SIGINT or SIGTERM before they are cancelled.
-const shutdownGrace = 5 * time.Second
-
 // stdioToolWorkers returns how many tool calls the stdio server runs at once.
 // mcp-go's default is 5. Calls beyond the worker limit should wait inside
 // Run, where notifications/cancelled can reach them, rather than in mcp-go's
@@ -38,7 +36,11 @@ func stdioToolWorkers(workers int) int {
 	return min(max(4*workers, 32), 100)
 }
 
-// serveStdio serves MCP on in and out until in ends or ctx is done.
+// serveStdio serves MCP on in and out until in ends or ctx is done. When ctx
+// is done it shuts down gracefully: new calls are refused while stdin is
+// still read (so that notifications/cancelled reach the running calls),
+// running calls get o.Calls's timeout to finish and their results are
+// written, and those that outlast it are cancelled.
 func serveStdio(ctx context.Context, o serverOptions, workers int, in io.Reader, out io.Writer) error {
 	mcpServer := newMCPServer(o, newLevelStore(true), &server.Hooks{})
 	w := &syncWriter{w: out}
@@ -52,8 +54,28 @@ func serveStdio(ctx context.Context, o serverOptions, workers int, in io.Reader,
 	} {
 		opt(stdio)
 	}
+	// mcp-go cancels every request as soon as Listen's context ends, so it
+	// gets one of its own, ended only once the calls are over.
+	listenCtx, stopListening := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopListening()
+	listened := make(chan error, 1)
 	// Listen writes every message through w, which stdioNotifier shares.
-	if err := stdio.Listen(ctx, in, w); err != nil && !errors.Is(err, context.Canceled) {
+	go func() { listened <- stdio.Listen(listenCtx, in, w) }()
+	var err error
+	select {
+	case err = <-listened: // stdin ended
+	case <-ctx.Done():
+		o.Calls.shutdown(o.Log)
+		// Listen returns once its tool workers have written their results.
+		stopListening()
+		select {
+		case err = <-listened:
+		case <-time.After(flushTimeout):
+			o.Log.Warn("the stdio server did not stop", zap.Duration("waited", flushTimeout))
+			return nil
+		}
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("stdio: %w", err)
 	}
 	return nil
@@ -65,6 +87,11 @@ type httpFrontEnd struct {
 	// closeSessions ends the long-lived streams (SSE streams, standalone GET
 	// streams) so that a graceful shutdown need not wait for them.
 	closeSessions func(ctx context.Context)
+	// pending holds the requests whose response has not reached its client
+	// yet: a shutdown closes the sessions only once it is empty.
+	pending *pendingResponses
+	// calls admits the tool calls and stops them at shutdown.
+	calls *callGate
 }
 
 // newHTTPFrontEnd builds the handler for mode, one of the HTTP modes.
@@ -86,6 +113,12 @@ func newSSEFrontEnd(o serverOptions) *httpFrontEnd {
 	hooks := &server.Hooks{}
 	watch := newSessionWatch()
 	watch.install(hooks)
+	hooks.AddOnRegisterSession(func(ctx context.Context, session server.ClientSession) {
+		// ctx is the request context of the GET that opens the stream.
+		if stream, ok := ctx.Value(sseStreamKey{}).(*sseStream); ok {
+			stream.setSessionID(session.SessionID())
+		}
+	})
 	mcpServer := newMCPServer(o, newLevelStore(true), hooks)
 	var sse *server.SSEServer
 	sse = server.NewSSEServer(mcpServer,
@@ -100,9 +133,298 @@ func newSSEFrontEnd(o serverOptions) *httpFrontEnd {
 			return withSessionDone(ctx, watch.done(session.SessionID()))
 		}),
 	)
+	pending := newPendingResponses()
 	return &httpFrontEnd{
-		handler:       sse,
+		handler:       &sseHandler{sse: sse, pending: pending},
 		closeSessions: func(context.Context) { sse.CloseSessions() },
+		pending:       pending,
+		calls:         o.Calls,
+	}
+}
+
+// sseHandler wraps mcp-go's SSE server to follow each request from its POST
+// until its response is written to the session's stream. mcp-go queues a
+// response after the handler returns and writes it from the stream's own
+// goroutine, so a shutdown that closed the sessions as soon as the calls
+// returned would lose their results.
+type sseHandler struct {
+	sse     *server.SSEServer
+	pending *pendingResponses
+}
+
+// ServeHTTP implements http.Handler.
+func (h *sseHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == sseStreamPath:
+		h.serveStream(w, r)
+	case r.Method == http.MethodPost && r.URL.Path == sseMessagesPath:
+		h.serveMessage(w, r)
+	default:
+		h.sse.ServeHTTP(w, r)
+	}
+}
+
+// serveStream serves a session's event stream through an sseStream, which
+// marks responses delivered as they are flushed.
+func (h *sseHandler) serveStream(w http.ResponseWriter, r *http.Request) {
+	f, ok := w.(http.Flusher)
+	if !ok {
+		h.sse.ServeHTTP(w, r)
+		return
+	}
+	stream := &sseStream{ResponseWriter: w, flusher: f, pending: h.pending}
+	r = r.WithContext(context.WithValue(r.Context(), sseStreamKey{}, stream))
+	h.sse.ServeHTTP(stream, r)
+	// Nothing more reaches this session.
+	h.pending.dropGroup(stream.sessionID())
+}
+
+// serveMessage records a request as pending before mcp-go sees it; mcp-go
+// answers 202 and sends the response on the stream later.
+func (h *sseHandler) serveMessage(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, "read request body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	key, ok := requestKey(body)
+	if !ok {
+		h.sse.ServeHTTP(w, r)
+		return
+	}
+	session := r.URL.Query().Get("sessionId")
+	h.pending.add(session, key)
+	rec := &statusRecorder{ResponseWriter: w}
+	h.sse.ServeHTTP(rec, r)
+	if rec.status != http.StatusAccepted {
+		h.pending.done(session, key) // refused: no response will follow
+	}
+}
+
+// sseStreamKey is the context key of the sseStream of a GET /sse request.
+type sseStreamKey struct{}
+
+// sseStream is the ResponseWriter of one SSE stream. mcp-go writes each
+// event with one Write and then flushes; the responses among them are marked
+// delivered at the flush.
+type sseStream struct {
+	http.ResponseWriter
+	flusher http.Flusher
+	pending *pendingResponses
+
+	mu      sync.Mutex
+	session string
+	written []string // keys of responses written, not yet flushed
+}
+
+// setSessionID records the session the stream belongs to.
+func (s *sseStream) setSessionID(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.session = id
+}
+
+// sessionID returns the stream's session, "" before it is registered.
+func (s *sseStream) sessionID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.session
+}
+
+// Write implements http.ResponseWriter.
+func (s *sseStream) Write(p []byte) (int, error) {
+	n, err := s.ResponseWriter.Write(p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.session != "" && s.pending.has(s.session) {
+		if key, ok := responseKey(p); ok {
+			s.written = append(s.written, key)
+		}
+	}
+	return n, err
+}
+
+// Flush implements http.Flusher.
+func (s *sseStream) Flush() {
+	s.flusher.Flush()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, key := range s.written {
+		s.pending.done(s.session, key)
+	}
+	s.written = nil
+}
+
+// Unwrap returns the underlying ResponseWriter, for http.ResponseController.
+func (s *sseStream) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// statusRecorder records the status code a handler answers with.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+// WriteHeader implements http.ResponseWriter.
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+// Write implements http.ResponseWriter.
+func (r *statusRecorder) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(p)
+}
+
+// Unwrap returns the underlying ResponseWriter, for http.ResponseController.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// requestKey returns the key of the ID of a JSON-RPC request, false for
+// anything else (notifications, responses, batches, garbage).
+func requestKey(body []byte) (string, bool) {
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.Method == "" {
+		return "", false
+	}
+	return idKey(msg.ID)
+}
+
+// sseMessagePrefix starts every message event mcp-go writes to a stream.
+const sseMessagePrefix = "event: message\ndata: "
+
+// responseKey returns the key of the ID of the JSON-RPC response an SSE
+// event carries, false for other events (notifications, requests, the
+// endpoint).
+func responseKey(event []byte) (string, bool) {
+	data, ok := bytes.CutPrefix(event, []byte(sseMessagePrefix))
+	if !ok {
+		return "", false
+	}
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(bytes.TrimSpace(data), &msg) != nil || msg.Method != "" || (msg.Result == nil && msg.Error == nil) {
+		return "", false
+	}
+	return idKey(msg.ID)
+}
+
+// idKey returns a key for a JSON-RPC ID that matches however the ID is
+// spelled: mcp-go decodes request IDs and encodes them again for the
+// response, so 1.0 comes back as 1.
+func idKey(raw json.RawMessage) (string, bool) {
+	var id any
+	if len(raw) == 0 || json.Unmarshal(raw, &id) != nil {
+		return "", false
+	}
+	switch id := id.(type) {
+	case string:
+		return "s:" + id, true
+	case float64:
+		return "n:" + strconv.FormatFloat(id, 'g', -1, 64), true
+	}
+	return "", false
+}
+
+// pendingResponses holds the requests whose response has not reached the
+// client yet, by group (an SSE session; Streamable HTTP uses one group).
+type pendingResponses struct {
+	mu      sync.Mutex
+	groups  map[string]map[string]struct{}
+	n       int
+	changed chan struct{} // closed and replaced whenever n falls
+	next    atomic.Uint64 // for unique keys
+}
+
+// newPendingResponses returns an empty set.
+func newPendingResponses() *pendingResponses {
+	return &pendingResponses{groups: map[string]map[string]struct{}{}, changed: make(chan struct{})}
+}
+
+// uniqueKey returns a key no other caller gets.
+func (p *pendingResponses) uniqueKey() string {
+	return "u:" + strconv.FormatUint(p.next.Add(1), 10)
+}
+
+// add records a pending response.
+func (p *pendingResponses) add(group, key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	keys := p.groups[group]
+	if keys == nil {
+		keys = map[string]struct{}{}
+		p.groups[group] = keys
+	}
+	if _, ok := keys[key]; !ok {
+		keys[key] = struct{}{}
+		p.n++
+	}
+}
+
+// done records that a response reached its client.
+func (p *pendingResponses) done(group, key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	keys := p.groups[group]
+	if _, ok := keys[key]; !ok {
+		return
+	}
+	delete(keys, key)
+	if len(keys) == 0 {
+		delete(p.groups, group)
+	}
+	p.fell(1)
+}
+
+// dropGroup forgets the responses of a group that no client will receive.
+func (p *pendingResponses) dropGroup(group string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.groups[group]); n > 0 {
+		delete(p.groups, group)
+		p.fell(n)
+	}
+}
+
+// fell lowers the count by n and wakes the waiters; p.mu is held.
+func (p *pendingResponses) fell(n int) {
+	p.n -= n
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// has reports whether a group has pending responses.
+func (p *pendingResponses) has(group string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.groups[group]) > 0
+}
+
+// wait returns once no response is pending, or with ctx's error.
+func (p *pendingResponses) wait(ctx context.Context) error {
+	for {
+		p.mu.Lock()
+		n, changed := p.n, p.changed
+		p.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("%d response(s) not delivered: %w", n, ctx.Err())
+		}
 	}
 }
 
@@ -122,15 +444,17 @@ func newStreamableFrontEnd(o serverOptions, stateless bool) *httpFrontEnd {
 		opts = append(opts, server.WithStateful(true))
 	}
 	streamable := server.NewStreamableHTTPServer(mcpServer, opts...)
+	pending := newPendingResponses()
 	mux := http.NewServeMux()
-	mux.Handle(streamablePath, &streamableHandler{next: streamable, stateless: stateless})
-	return &httpFrontEnd{handler: mux, closeSessions: streamable.CloseSessions}
+	mux.Handle(streamablePath, &streamableHandler{next: streamable, stateless: stateless, pending: pending})
+	return &httpFrontEnd{handler: mux, closeSessions: streamable.CloseSessions, pending: pending, calls: o.Calls}
 }
 
 // streamableHandler wraps mcp-go's Streamable HTTP handler.
 type streamableHandler struct {
 	next      http.Handler
 	stateless bool
+	pending   *pendingResponses // POSTs in flight: each carries its response
 }
 
 // ServeHTTP gives each request a callStream and its notifier (see
@@ -161,6 +485,9 @@ func (h *streamableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		key := h.pending.uniqueKey()
+		h.pending.add("", key)
+		defer h.pending.done("", key)
 	}
 	if f, ok := w.(http.Flusher); ok {
 		stream := newCallStream(w, f)
@@ -195,8 +522,9 @@ func unaddressableCancel(stateless bool, header http.Header, body []byte) bool {
 }
 
 // serveHTTP serves fe on ln until ctx is done, then shuts down gracefully:
-// long-lived streams are closed, in-flight calls get shutdownGrace to finish
-// and are cancelled after that.
+// the listener closes and new calls are refused, running calls get
+// fe.calls's timeout to finish and are cancelled after it, their results
+// reach their clients, and then the long-lived streams are closed.
 func serveHTTP(ctx context.Context, ln net.Listener, fe *httpFrontEnd, log *zap.Logger) error {
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
@@ -213,13 +541,32 @@ func serveHTTP(ctx context.Context, ln net.Listener, fe *httpFrontEnd, log *zap.
 		return fmt.Errorf("serve http: %w", err)
 	case <-ctx.Done():
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
-	defer cancel()
-	fe.closeSessions(shutdownCtx)
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		log.Warn("in-flight requests cancelled at shutdown", zap.Error(err))
+
+	fe.calls.close()
+	// Shutdown closes the listener and idle connections at once and returns
+	// when the rest are idle, which needs the sessions closed.
+	shutdownCtx, cancelShutdown := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelShutdown()
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- srv.Shutdown(shutdownCtx) }()
+	fe.calls.shutdown(log)
+	flushCtx, cancelFlush := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+	defer cancelFlush()
+	if err := fe.pending.wait(flushCtx); err != nil {
+		log.Warn("results lost at shutdown", zap.Error(err))
+	}
+	fe.closeSessions(flushCtx)
+	select {
+	case err := <-shutdown:
+		if err != nil {
+			log.Warn("shut down the HTTP server", zap.Error(err))
+		}
+	case <-time.After(flushTimeout):
+		log.Warn("connections still open at shutdown are closed")
+		cancelShutdown()
 		cancelBase()
 		_ = srv.Close()
+		<-shutdown
 	}
 	<-served
 	return nil

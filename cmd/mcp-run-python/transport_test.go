@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -264,7 +265,7 @@ func TestStatelessRejectsSessionMethods(t *testing.T) {
 func TestStatelessCancelCannotReachOtherClients(t *testing.T) {
 	started := make(chan struct{}, 1)
 	release := make(chan struct{})
-	r := &fakeRunner{lines: 1, block: func(ctx context.Context) error {
+	r := &fakeRunner{lines: 1, block: func(ctx context.Context, _ string) error {
 		started <- struct{}{}
 		<-release
 		return ctx.Err() // cancelled before release means a cancel got through
@@ -347,7 +348,7 @@ func TestUnaddressableCancel(t *testing.T) {
 func TestSSEClientGoneCancelsCall(t *testing.T) {
 	started := make(chan struct{}, 1)
 	cancelled := make(chan error, 1)
-	r := &fakeRunner{block: func(ctx context.Context) error {
+	r := &fakeRunner{block: func(ctx context.Context, _ string) error {
 		started <- struct{}{}
 		<-ctx.Done()
 		cancelled <- context.Cause(ctx)
@@ -382,7 +383,7 @@ func TestStdioRunsManyCallsAtOnce(t *testing.T) {
 	var mu sync.Mutex
 	inside := 0
 	all := make(chan struct{})
-	r := &fakeRunner{lines: 1, block: func(ctx context.Context) error {
+	r := &fakeRunner{lines: 1, block: func(ctx context.Context, _ string) error {
 		mu.Lock()
 		if inside++; inside == n {
 			close(all)
@@ -407,4 +408,81 @@ func TestStdioRunsManyCallsAtOnce(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestResponseMatching checks that the SSE shutdown matches the response
+// events mcp-go writes to the requests they answer, and nothing else.
+func TestResponseMatching(t *testing.T) {
+	requests := []struct {
+		name string
+		body string
+		key  string // "" when not a request
+	}{
+		{"numeric id", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}`, "n:7"},
+		{"float spelling", `{"jsonrpc":"2.0","id":7.0,"method":"tools/call"}`, "n:7"},
+		{"string id", `{"jsonrpc":"2.0","id":"7","method":"tools/list"}`, "s:7"},
+		{"notification", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`, ""},
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, ""},
+		{"response from the client", `{"jsonrpc":"2.0","id":7,"result":{}}`, ""},
+		{"batch", `[{"jsonrpc":"2.0","id":7,"method":"ping"}]`, ""},
+		{"not JSON", `{`, ""},
+	}
+	for _, tt := range requests {
+		t.Run("request/"+tt.name, func(t *testing.T) {
+			key, ok := requestKey([]byte(tt.body))
+			if key != tt.key || ok != (tt.key != "") {
+				t.Errorf("requestKey = %q %v, want %q", key, ok, tt.key)
+			}
+		})
+	}
+	events := []struct {
+		name  string
+		event string
+		key   string // "" when not a response
+	}{
+		{"result", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[]}}\n\n", "n:7"},
+		{"error", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"a\",\"error\":{\"code\":-32600,\"message\":\"x\"}}\n\n", "s:a"},
+		{"log notification", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\n", ""},
+		{"ping from the server", "event: message\ndata:{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n\n", ""},
+		{"endpoint", "event: endpoint\ndata: /messages?sessionId=abc\r\n\r\n", ""},
+	}
+	for _, tt := range events {
+		t.Run("event/"+tt.name, func(t *testing.T) {
+			key, ok := responseKey([]byte(tt.event))
+			if key != tt.key || ok != (tt.key != "") {
+				t.Errorf("responseKey = %q %v, want %q", key, ok, tt.key)
+			}
+		})
+	}
+}
+
+func TestPendingResponses(t *testing.T) {
+	p := newPendingResponses()
+	p.add("s1", "n:1")
+	p.add("s1", "n:1") // the same request twice counts once
+	p.add("s1", "n:2")
+	p.add("s2", "n:1")
+	waited := make(chan error, 1)
+	go func() { waited <- p.wait(testContext(t)) }()
+	p.done("s1", "n:1")
+	p.done("s1", "n:9") // unknown: ignored
+	p.done("s1", "n:2")
+	if !p.has("s2") || p.has("s1") {
+		t.Errorf("has: s1 %v, s2 %v; want only s2", p.has("s1"), p.has("s2"))
+	}
+	select {
+	case err := <-waited:
+		t.Fatalf("wait returned %v with a response pending", err)
+	default:
+	}
+	p.dropGroup("s2")
+	if err := <-waited; err != nil {
+		t.Errorf("wait: %v", err)
+	}
+	p.add("s3", "n:1")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.wait(ctx); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "1 response(s) not delivered") {
+		t.Errorf("wait with a response pending and an ended context = %v", err)
+	}
 }

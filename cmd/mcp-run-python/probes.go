@@ -1,0 +1,108 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/mcp-run-python/mcp-run-python/supervisor"
+)
+
+// Paths of the service endpoints of the HTTP modes.
+const (
+	healthzPath = "/healthz"
+	readyzPath  = "/readyz"
+	metricsPath = "/metrics"
+)
+
+// newMetricsRegistry returns the process's Prometheus registry with the Go
+// runtime's and the process's own metrics; the supervisor adds its own.
+func newMetricsRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return reg
+}
+
+// probes serves the endpoints that a service manager, a load balancer or
+// Prometheus use beside MCP in the HTTP modes.
+type probes struct {
+	health  func() supervisor.Health // the pool's state
+	metrics prometheus.Gatherer
+	calls   *callGate // closed at shutdown
+	log     *zap.Logger
+}
+
+// handler returns next with /healthz, /readyz and /metrics added.
+func (p probes) handler(next http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+healthzPath, p.healthz)
+	mux.HandleFunc("GET "+readyzPath, p.readyz)
+	mux.Handle("GET "+metricsPath, promhttp.HandlerFor(p.metrics, promhttp.HandlerOpts{
+		ErrorLog:      zap.NewStdLog(p.log),
+		ErrorHandling: promhttp.ContinueOnError,
+	}))
+	mux.Handle("/", next)
+	return mux
+}
+
+// healthz answers 200 while the process serves HTTP.
+func (p probes) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeProbe(w, http.StatusOK, "ok")
+}
+
+// readyz answers 200 when a call would get a warm worker at once, else 503
+// with the reason.
+func (p probes) readyz(w http.ResponseWriter, _ *http.Request) {
+	if ready, text := readiness(p.health(), isClosed(p.calls.closed())); ready {
+		writeProbe(w, http.StatusOK, text)
+	} else {
+		writeProbe(w, http.StatusServiceUnavailable, text)
+	}
+}
+
+// readiness returns whether the server is ready for calls and a one-line
+// text that says so or why not.
+func readiness(h supervisor.Health, shuttingDown bool) (bool, string) {
+	pool := fmt.Sprintf("%d warm, %d busy, %d starting workers, %d calls waiting", h.Warm, h.Busy, h.Starting, h.Waiting)
+	switch {
+	case shuttingDown:
+		return false, "not ready: shutting down"
+	case h.Ready:
+		return true, "ready: " + pool
+	case h.Err != "":
+		return false, "not ready: workers cannot start: " + oneLine(h.Err)
+	}
+	return false, "not ready: no warm worker (" + pool + ")"
+}
+
+// oneLine joins the lines of s, and collapses its runs of white space, so
+// that it fits on one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// writeProbe writes a one-line plain-text answer that no cache keeps.
+func writeProbe(w http.ResponseWriter, status int, text string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = fmt.Fprintln(w, text)
+}

@@ -1,0 +1,122 @@
+package packages
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kind says why a requirement could not be installed.
+type Kind int
+
+// The kinds of [Error].
+const (
+	// KindInvalid: the requirement (or the metadata naming it) is not valid
+	// PEP 508, or asks for something this resolver does not do (direct URLs).
+	KindInvalid Kind = iota + 1
+	// KindNotFound: no such package, or no version matches the specifiers.
+	KindNotFound
+	// KindNoCompatibleWheel: versions exist, but none has a wheel that runs
+	// in Pyodide (only sdists or platform wheels for other systems, yanked
+	// files, or a Requires-Python that excludes Pyodide's Python).
+	KindNoCompatibleWheel
+	// KindConflict: two requirements (or a requirement and Pyodide's
+	// built-in version) cannot both be met.
+	KindConflict
+	// KindHashMismatch: a downloaded file does not have the sha256 the lock
+	// file or the index promised. Nothing is kept.
+	KindHashMismatch
+	// KindUnreachable: the index or the package host could not be reached
+	// (connection failure or a server error). See [UnreachableError].
+	KindUnreachable
+	// KindOfflineMiss: offline mode, and the file (or index page) is not in
+	// the cache.
+	KindOfflineMiss
+)
+
+// String names the kind, e.g. "not found".
+func (k Kind) String() string {
+	switch k {
+	case KindInvalid:
+		return "invalid requirement"
+	case KindNotFound:
+		return "not found"
+	case KindNoCompatibleWheel:
+		return "no compatible wheel"
+	case KindConflict:
+		return "conflict"
+	case KindHashMismatch:
+		return "hash mismatch"
+	case KindUnreachable:
+		return "unreachable index"
+	case KindOfflineMiss:
+		return "offline miss"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Error is the one error type of this package for anything a user asked
+// for that cannot be installed. Its message reads
+//
+//	cannot install "REQUIREMENT": REASON[: CAUSE]
+//
+// Requirement is the requirement string as written (by the user or in the
+// metadata of a package that needs it). Reason is a sentence for a person,
+// naming the packages and versions involved. Err, if set, is the underlying
+// cause (for example an [*UnreachableError]) and is what [errors.Unwrap]
+// returns.
+type Error struct {
+	Requirement string
+	Kind        Kind
+	Reason      string
+	Err         error
+}
+
+// Error formats the message described on [Error].
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("cannot install %q: %s", e.Requirement, e.Reason)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the underlying cause, if any.
+func (e *Error) Unwrap() error { return e.Err }
+
+// KindOf returns the [Kind] of the first [*Error] in err's chain, or 0 when
+// there is none.
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return 0
+}
+
+// UnreachableError reports that an index or package host did not answer
+// usefully: the connection failed, or the server answered with an error
+// status other than "not found".
+type UnreachableError struct {
+	// URL is what was requested.
+	URL string
+	// Status is the HTTP status code, or 0 when no response came.
+	Status int
+	// Err is the transport error, if any.
+	Err error
+}
+
+// Error describes what failed and how.
+func (e *UnreachableError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("index unreachable: %s: %v", e.URL, e.Err)
+	}
+	return fmt.Sprintf("index unreachable: %s: HTTP status %d", e.URL, e.Status)
+}
+
+// Unwrap returns the transport error, if any.
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// newError builds an *Error; reason is formatted with args.
+func newError(req string, kind Kind, cause error, format string, args ...any) *Error {
+	return &Error{Requirement: req, Kind: kind, Reason: fmt.Sprintf(format, args...), Err: cause}
+}

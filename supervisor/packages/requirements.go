@@ -1,0 +1,135 @@
+package packages
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// scriptBlockRE is the reference regular expression of PEP 723
+// ("Inline script metadata"), unchanged. RE2 gives it the same meaning as
+// Python's re module: multi-line mode, "." stops at a newline, and "\s"
+// after "$" eats the newline.
+var scriptBlockRE = regexp.MustCompile(`(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$`)
+
+// FromCode returns the dependencies declared by the PEP 723 "script" block
+// of a Python source, as written there (PEP 508 requirement strings).
+//
+// fromScript reports whether the code has a script block at all: when it
+// does, its dependencies (possibly none) are the whole truth and imports are
+// not inspected; when it does not, the caller infers requirements from
+// imports with [FromImports].
+//
+// It is an error for the code to have more than one script block, for the
+// block to be invalid TOML, or for "dependencies" to be anything but a list
+// of strings. Blocks of other types (e.g. "# /// pyproject") are ignored, as
+// PEP 723 asks.
+func FromCode(code string) (reqs []string, fromScript bool, err error) {
+	typeIdx := scriptBlockRE.SubexpIndex("type")
+	contentIdx := scriptBlockRE.SubexpIndex("content")
+	var blocks []string
+	for _, m := range scriptBlockRE.FindAllStringSubmatch(code, -1) {
+		if m[typeIdx] == "script" {
+			blocks = append(blocks, m[contentIdx])
+		}
+	}
+	switch len(blocks) {
+	case 0:
+		return nil, false, nil
+	case 1:
+	default:
+		return nil, true, fmt.Errorf("PEP 723: %d script blocks found, at most one is allowed", len(blocks))
+	}
+
+	// Strip the comment prefix of each line: "# " or, for an empty line, "#".
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(blocks[0], "\n") {
+		if strings.HasPrefix(line, "# ") {
+			b.WriteString(line[2:])
+		} else if strings.HasPrefix(line, "#") {
+			b.WriteString(line[1:])
+		}
+	}
+	var meta map[string]any
+	if _, err := toml.Decode(b.String(), &meta); err != nil {
+		return nil, true, fmt.Errorf("PEP 723 script block: invalid TOML: %w", err)
+	}
+	raw, ok := meta["dependencies"]
+	if !ok {
+		return nil, true, nil
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		return nil, true, fmt.Errorf("PEP 723 script block: dependencies must be a list of strings, not %s", tomlTypeName(raw))
+	}
+	reqs = make([]string, 0, len(list))
+	for i, v := range list {
+		s, ok := v.(string)
+		if !ok {
+			return nil, true, fmt.Errorf("PEP 723 script block: dependencies[%d] must be a string, not %s", i, tomlTypeName(v))
+		}
+		reqs = append(reqs, s)
+	}
+	return reqs, true, nil
+}
+
+// tomlTypeName names the TOML type of a decoded value for error messages.
+func tomlTypeName(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case int64:
+		return "an integer"
+	case float64:
+		return "a float"
+	case bool:
+		return "a boolean"
+	case []any, []map[string]any:
+		return "an array"
+	case map[string]any:
+		return "a table"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// FromImports maps the imports of a Python source (top-level module names
+// as pyodide.code.find_imports reports them) to the packages to install:
+//
+//   - names importable already (importable returns true; nil means none is)
+//     and relative imports are skipped;
+//   - a name in table (import name → package name, see [Lock.ImportTable])
+//     maps to that package;
+//   - any other name without a dot stands for a package of the same name;
+//     dotted names the table does not know are skipped.
+//
+// The result keeps the order in which names are first seen and has no
+// duplicates (compared by normalized package name).
+func FromImports(imports []string, importable func(string) bool, table map[string]string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, imp := range imports {
+		imp = strings.TrimSpace(imp)
+		if imp == "" || strings.HasPrefix(imp, ".") {
+			continue
+		}
+		if importable != nil && importable(imp) {
+			continue
+		}
+		pkg, ok := table[imp]
+		if !ok {
+			if strings.Contains(imp, ".") {
+				continue
+			}
+			pkg = imp
+		}
+		key := Normalize(pkg)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, pkg)
+	}
+	return out
+}
