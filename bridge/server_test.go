@@ -43,6 +43,21 @@ func send(t *testing.T, ws *websocket.Conn, m Message) {
 	}
 }
 
+// handshake connects a fake worker that proved itself: its socket, and the
+// Conn the server handed over.
+func handshake(t *testing.T) (*websocket.Conn, *Conn) {
+	t.Helper()
+	s, _ := listen(t)
+	secret := NewSecret()
+	connected, withdraw := s.Expect(secret)
+	t.Cleanup(withdraw)
+	ws := dial(t, s)
+	send(t, ws, Message{Type: TypeHello, Secret: secret})
+	c := <-connected
+	t.Cleanup(c.Close)
+	return ws, c
+}
+
 // refused waits for the server to close ws with a policy violation.
 func refused(t *testing.T, ws *websocket.Conn) {
 	t.Helper()
@@ -143,14 +158,7 @@ func TestWithdrawnSecretIsRefused(t *testing.T) {
 }
 
 func TestRunStreamsOutputThenResult(t *testing.T) {
-	s, _ := listen(t)
-	secret := NewSecret()
-	connected, withdraw := s.Expect(secret)
-	defer withdraw()
-	ws := dial(t, s)
-	send(t, ws, Message{Type: TypeHello, Secret: secret})
-	c := <-connected
-	defer c.Close()
+	ws, c := handshake(t)
 
 	// A fake worker: answers a run with two output frames and a result.
 	go func() {
@@ -234,14 +242,7 @@ func TestRunFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, _ := listen(t)
-			secret := NewSecret()
-			connected, withdraw := s.Expect(secret)
-			defer withdraw()
-			ws := dial(t, s)
-			send(t, ws, Message{Type: TypeHello, Secret: secret})
-			c := <-connected
-			defer c.Close()
+			ws, c := handshake(t)
 			go func() {
 				if _, _, err := ws.Read(context.Background()); err == nil {
 					tt.reply(ws)
