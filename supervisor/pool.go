@@ -182,6 +182,9 @@ func (s *Supervisor) startWorker() {
 		s.log.Info("workers start again", zap.Int("after_failures", p.failures))
 	}
 	p.failures, p.lastErr, p.backoff = 0, nil, 0
+	if !w.restored && s.rt.snapshot != "" {
+		s.remakeSnapshot()
+	}
 	s.offer(w)
 	s.wg.Go(func() { s.watchIdle(w) })
 	s.refill()

@@ -25,9 +25,10 @@ const stderrLines = 20
 
 // worker is one deno process and its bridge connection.
 type worker struct {
-	cmd    *exec.Cmd
-	conn   *bridge.Conn
-	python string // Python version the worker reported, such as "3.14.2"
+	cmd      *exec.Cmd
+	conn     *bridge.Conn
+	python   string // Python version the worker reported, such as "3.14.2"
+	restored bool   // Pyodide came from the memory snapshot
 
 	exited  chan struct{} // closed when the process has been reaped
 	exitErr error         // set before exited is closed
@@ -135,7 +136,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, makeSnapshot b
 		w.kill()
 		return nil, fmt.Errorf("worker did not get ready: %w (%s)", err, w.stderrTail())
 	}
-	w.python = ready.Python
+	w.python, w.restored = ready.Python, ready.Snapshot
 	log.Debug("worker ready", zap.Bool("snapshot", ready.Snapshot), zap.String("python", ready.Python))
 	return w, nil
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 
+	"go.uber.org/zap"
+
 	"github.com/mcp-run-python/mcp-run-python/js"
 )
 
@@ -175,6 +177,21 @@ func (s *Supervisor) makeSnapshot(ctx context.Context, rt *runtimeFiles, path st
 		return fmt.Errorf("make snapshot: %w (%s)", err, w.stderrTail())
 	}
 	return writeFileAtomic(path, data)
+}
+
+// remakeSnapshot replaces a snapshot that workers failed to restore from
+// (damaged, or made by an incompatible build), in the background and once
+// per supervisor: until it is done, workers load Pyodide plainly.
+func (s *Supervisor) remakeSnapshot() {
+	if !s.remaking.CompareAndSwap(false, true) {
+		return
+	}
+	s.log.Warn("a worker could not restore the memory snapshot; making a new one", zap.String("path", s.rt.snapshot))
+	s.wg.Go(func() {
+		if err := s.makeSnapshot(s.ctx, s.rt, s.rt.snapshot); err != nil {
+			s.log.Error("cannot remake the memory snapshot", zap.Error(err))
+		}
+	})
 }
 
 func writeFileAtomic(path string, data []byte) error {

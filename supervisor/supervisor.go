@@ -79,10 +79,11 @@ type Supervisor struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine that starts or kills workers
 
-	prep   chan struct{} // held while the runtime is being prepared
-	rt     *runtimeFiles // set once prepared, before the pool starts
-	bridge *bridge.Server
-	pool   pool
+	prep     chan struct{} // held while the runtime is being prepared
+	rt       *runtimeFiles // set once prepared, before the pool starts
+	bridge   *bridge.Server
+	pool     pool
+	remaking atomic.Bool // the snapshot is being remade
 }
 
 // errClosed is what calls get once Close has begun.

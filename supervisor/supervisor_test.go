@@ -282,6 +282,17 @@ func TestDamagedSnapshotFallsBackToAPlainLoad(t *testing.T) {
 	if res.Status != bridge.StatusSuccess || string(res.ReturnValue) != "42" || len(lines) != 1 {
 		t.Fatalf("after a damaged snapshot: %+v", res)
 	}
+	// The supervisor remakes the snapshot, and workers restore from it again.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if b, err := os.ReadFile(snaps[0]); err == nil && len(b) > 1<<20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the damaged snapshot was not remade")
+		}
+		time.Sleep(50 * time.Millisecond) // bounded polling for the new file
+	}
 }
 
 func TestOutputBombsAreCutAtTheSource(t *testing.T) {
