@@ -16,7 +16,6 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/sync/singleflight"
 )
 
 // Cache is a content-addressed store of package files under a directory:
@@ -27,7 +26,8 @@ import (
 // Files are written to a temporary file in their final directory, checked,
 // and renamed into place, so a reader never sees a partial file and two
 // processes filling the same entry both end with the same, whole file.
-// Within a process, concurrent fetches of one file share a single download.
+// Within a process, concurrent fetches of one file share a single download
+// (a singleflight keyed by the entry's path).
 // Entries are kept across restarts; a file found in the cache is checked
 // against its sha256 once per process before it is trusted.
 //
@@ -43,9 +43,9 @@ type Cache struct {
 
 // cacheShared is the state all copies made by WithProgress share.
 type cacheShared struct {
-	group    singleflight.Group
 	mu       sync.Mutex
-	verified map[string]bool // final paths whose content was checked
+	inflight map[string]*flight // downloads in progress, by final path
+	verified map[string]bool    // final paths whose content was checked
 }
 
 // CacheOptions configures a [Cache].
@@ -83,7 +83,7 @@ func NewCache(dir string, opts CacheOptions) (*Cache, error) {
 		client:   opts.HTTPClient,
 		progress: opts.Progress,
 		parallel: opts.Parallel,
-		shared:   &cacheShared{verified: map[string]bool{}},
+		shared:   &cacheShared{inflight: map[string]*flight{}, verified: map[string]bool{}},
 	}
 	if c.client == nil {
 		c.client = newHTTPClient()
@@ -145,6 +145,9 @@ func (c *Cache) Fetch(ctx context.Context, plan Plan) ([]LocalFile, error) {
 // are [*Error]s: KindHashMismatch (nothing is kept), KindOfflineMiss,
 // KindUnreachable, KindNotFound (the source has no such file).
 func (c *Cache) FetchFile(ctx context.Context, f PlanFile) (LocalFile, error) {
+	if err := ctx.Err(); err != nil {
+		return LocalFile{}, err
+	}
 	req := f.Name + "==" + f.Version
 	if !sha256RE.MatchString(f.SHA256) {
 		return LocalFile{}, newError(req, KindInvalid, nil, "%s has no valid sha256 to check it against", f.Filename)
@@ -163,29 +166,61 @@ func (c *Cache) FetchFile(ctx context.Context, f PlanFile) (LocalFile, error) {
 			"offline mode, and %s is not in the package cache %s", f.Filename, c.dir)
 	}
 	for attempt := 0; ; attempt++ {
-		ch := c.shared.group.DoChan(final, func() (any, error) {
-			return nil, c.download(ctx, f, final)
-		})
+		err := c.once(ctx, f, final)
+		if err == nil {
+			return lf, nil
+		}
+		if ctx.Err() != nil {
+			return LocalFile{}, ctx.Err()
+		}
+		// The download we joined belonged to a call that gave up: try
+		// again ourselves.
+		if attempt < 3 && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			continue
+		}
+		return LocalFile{}, fetchError(req, f, err)
+	}
+}
+
+// flight is one download in progress; err is set before done is closed.
+type flight struct {
+	done chan struct{}
+	err  error
+}
+
+// once downloads f into final unless a download of it is already in
+// flight in this process, in which case it waits for that one (or for ctx).
+//
+// This is a singleflight, written out rather than taken from
+// golang.org/x/sync/singleflight: its DoChan runs the work on a goroutine
+// of its own, so a caller that gives up would return while its download is
+// still writing into the cache, and its Do cannot be abandoned by a caller
+// whose context ends. Here the first caller downloads on its own goroutine
+// (so when it returns, its temporary file is gone) and the others may stop
+// waiting at any time.
+func (c *Cache) once(ctx context.Context, f PlanFile, final string) error {
+	sh := c.shared
+	sh.mu.Lock()
+	if fl, ok := sh.inflight[final]; ok {
+		sh.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			return LocalFile{}, ctx.Err()
-		case res := <-ch:
-			err := res.Err
-			if err == nil {
-				return lf, nil
-			}
-			// The download we joined belonged to a call that gave up: try
-			// again ourselves, unless we are the one giving up.
-			if ctx.Err() == nil && attempt < 3 &&
-				(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-				continue
-			}
-			if ctx.Err() != nil {
-				return LocalFile{}, ctx.Err()
-			}
-			return LocalFile{}, fetchError(req, f, err)
+			return ctx.Err()
+		case <-fl.done:
+			return fl.err
 		}
 	}
+	fl := &flight{done: make(chan struct{})}
+	sh.inflight[final] = fl
+	sh.mu.Unlock()
+
+	fl.err = c.download(ctx, f, final)
+
+	sh.mu.Lock()
+	delete(sh.inflight, final)
+	sh.mu.Unlock()
+	close(fl.done)
+	return fl.err
 }
 
 // fetchError turns a download failure into an *Error.
@@ -308,6 +343,7 @@ type hashError struct {
 	file, want, got string
 }
 
+// Error says which file and both hashes.
 func (e *hashError) Error() string {
 	return fmt.Sprintf("%s: sha256 is %s, expected %s", e.file, e.got, e.want)
 }
@@ -317,6 +353,7 @@ type sizeError struct {
 	got, want int64
 }
 
+// Error says what size was expected.
 func (e *sizeError) Error() string {
 	if e.want <= 0 {
 		return fmt.Sprintf("larger than the limit of %d bytes", int64(maxWheelSize))

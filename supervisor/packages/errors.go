@@ -65,10 +65,14 @@ func (k Kind) String() string {
 // cause (for example an [*UnreachableError]) and is what [errors.Unwrap]
 // returns.
 type Error struct {
+	// Requirement is the requirement that cannot be installed, as written.
 	Requirement string
-	Kind        Kind
-	Reason      string
-	Err         error
+	// Kind classifies the failure.
+	Kind Kind
+	// Reason explains it to a person.
+	Reason string
+	// Err is the underlying cause, or nil.
+	Err error
 }
 
 // Error formats the message described on [Error].
@@ -108,9 +112,9 @@ type UnreachableError struct {
 // Error describes what failed and how.
 func (e *UnreachableError) Error() string {
 	if e.Err != nil {
-		return fmt.Sprintf("index unreachable: %s: %v", e.URL, e.Err)
+		return fmt.Sprintf("cannot reach %s: %v", e.URL, e.Err)
 	}
-	return fmt.Sprintf("index unreachable: %s: HTTP status %d", e.URL, e.Status)
+	return fmt.Sprintf("cannot reach %s: HTTP status %d", e.URL, e.Status)
 }
 
 // Unwrap returns the transport error, if any.

@@ -73,12 +73,13 @@ type IndexFile struct {
 	SHA256 string `json:"sha256,omitempty"`
 	// RequiresPython is the file's Requires-Python, "" if not given.
 	RequiresPython string `json:"requires_python,omitempty"`
-	// Yanked says the file was yanked (PEP 592); YankedReason may say why.
-	Yanked       bool   `json:"yanked,omitempty"`
+	// Yanked says the file was yanked (PEP 592).
+	Yanked bool `json:"yanked,omitempty"`
+	// YankedReason is the reason given for the yank, if any.
 	YankedReason string `json:"yanked_reason,omitempty"`
-	// MetadataURL is the PEP 658 core metadata file, "" when not offered;
-	// MetadataSHA256 its hex sha256 when the index gives one.
-	MetadataURL    string `json:"metadata_url,omitempty"`
+	// MetadataURL is the PEP 658 core metadata file, "" when not offered.
+	MetadataURL string `json:"metadata_url,omitempty"`
+	// MetadataSHA256 is the metadata file's hex sha256, "" if not given.
 	MetadataSHA256 string `json:"metadata_sha256,omitempty"`
 	// Size is the file size in bytes, 0 if unknown.
 	Size int64 `json:"size,omitempty"`
@@ -124,6 +125,9 @@ var ErrProjectNotFound = errors.New("project not found on the index")
 func (ix *Index) pageError(name string, err error) error {
 	if errors.Is(err, errNotFound) {
 		return fmt.Errorf("%s at %s: %w", name, ix, ErrProjectNotFound)
+	}
+	if ue := (*UnreachableError)(nil); errors.As(err, &ue) {
+		return err
 	}
 	return fmt.Errorf("index %s, project %s: %w", ix, name, err)
 }

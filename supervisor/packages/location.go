@@ -31,8 +31,11 @@ func parseLocation(s string) (*url.URL, error) {
 		if u, err = url.Parse(s); err != nil {
 			return nil, fmt.Errorf("invalid location %q: %w", s, err)
 		}
-		if u.Scheme == "file" && !filepath.IsAbs(filepath.FromSlash(u.Path)) {
-			return nil, fmt.Errorf("invalid location %q: file URLs need an absolute path", s)
+		if u.Scheme == "file" && ((u.Host != "" && u.Host != "localhost") || !filepath.IsAbs(filepath.FromSlash(u.Path))) {
+			return nil, fmt.Errorf("invalid location %q: file URLs need an absolute local path", s)
+		}
+		if u.Scheme == "file" {
+			u.Host = ""
 		}
 	case strings.Contains(s, "://"):
 		return nil, fmt.Errorf("invalid location %q: only http, https and file URLs or directories are supported", s)
@@ -101,6 +104,11 @@ func open(ctx context.Context, client *http.Client, src, accept string) (io.Read
 		if ctx.Err() != nil {
 			return nil, "", 0, ctx.Err()
 		}
+		// The *url.Error would repeat the method and URL.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
 		return nil, "", 0, &UnreachableError{URL: src, Err: err}
 	}
 	switch {
@@ -144,6 +152,7 @@ type ctxReader struct {
 	r   io.ReadCloser
 }
 
+// Read reads unless the context has ended.
 func (c *ctxReader) Read(p []byte) (int, error) {
 	if err := c.ctx.Err(); err != nil {
 		return 0, err
@@ -151,6 +160,7 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
+// Close closes the file.
 func (c *ctxReader) Close() error { return c.r.Close() }
 
 // newHTTPClient returns the client used when none is configured: no

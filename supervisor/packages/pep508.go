@@ -209,18 +209,21 @@ func majorMinor(v string) string {
 	return parts[0] + "." + parts[1]
 }
 
-// markerVars maps every accepted marker variable name to its canonical name.
-var markerVars = map[string]string{
-	"python_version": "python_version", "python_full_version": "python_full_version",
-	"os_name": "os_name", "sys_platform": "sys_platform", "platform_release": "platform_release",
-	"platform_system": "platform_system", "platform_version": "platform_version",
-	"platform_machine": "platform_machine", "platform_python_implementation": "platform_python_implementation",
-	"implementation_name": "implementation_name", "implementation_version": "implementation_version",
-	"extra": "extra",
-	// Legacy spellings that packaging still accepts.
-	"os.name": "os_name", "sys.platform": "sys_platform", "platform.version": "platform_version",
-	"platform.machine": "platform_machine", "platform.python_implementation": "platform_python_implementation",
-	"python_implementation": "platform_python_implementation",
+// markerVar returns the canonical name of a marker variable, accepting
+// the legacy spellings packaging still accepts; ok is false for unknown
+// names.
+func markerVar(name string) (canonical string, ok bool) {
+	switch name {
+	case "python_version", "python_full_version", "os_name", "sys_platform", "platform_release",
+		"platform_system", "platform_version", "platform_machine", "platform_python_implementation",
+		"implementation_name", "implementation_version", "extra":
+		return name, true
+	case "os.name", "sys.platform", "platform.version", "platform.machine", "platform.python_implementation":
+		return strings.ReplaceAll(name, ".", "_"), true
+	case "python_implementation":
+		return "platform_python_implementation", true
+	}
+	return "", false
 }
 
 // Marker is a parsed PEP 508 environment marker such as
@@ -348,8 +351,6 @@ type markerToken struct {
 	text string
 }
 
-var markerOps = []string{"===", "==", "!=", "<=", ">=", "~=", "<", ">"}
-
 func tokenizeMarker(s string) ([]markerToken, error) {
 	var toks []markerToken
 	for i := 0; i < len(s); {
@@ -379,7 +380,7 @@ func tokenizeMarker(s string) ([]markerToken, error) {
 			i = j
 		default:
 			op := ""
-			for _, o := range markerOps {
+			for _, o := range [...]string{"===", "==", "!=", "<=", ">=", "~=", "<", ">"} {
 				if strings.HasPrefix(s[i:], o) {
 					op = o
 					break
@@ -501,7 +502,7 @@ func (p *markerParser) value() (markerValue, error) {
 	case tokString:
 		return markerValue{literal: t.text}, nil
 	case tokName:
-		if canon, ok := markerVars[t.text]; ok {
+		if canon, ok := markerVar(t.text); ok {
 			return markerValue{variable: canon}, nil
 		}
 		return markerValue{}, fmt.Errorf("invalid marker: unknown variable %q", t.text)

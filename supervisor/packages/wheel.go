@@ -114,9 +114,13 @@ func (ts tagSet) rank(w wheelName) int {
 // Metadata is what the resolver needs from a distribution's core metadata
 // (the METADATA file of a wheel, or a PEP 658 .metadata file).
 type Metadata struct {
-	Name           string
-	Version        string
-	RequiresDist   []string
+	// Name is the distribution name as published.
+	Name string
+	// Version is the distribution version.
+	Version string
+	// RequiresDist are the Requires-Dist entries, PEP 508 strings.
+	RequiresDist []string
+	// RequiresPython is the Requires-Python specifier, "" if absent.
 	RequiresPython string
 }
 
@@ -175,6 +179,12 @@ func wheelMetadata(r io.ReaderAt, size int64, project string) (*Metadata, error)
 	if err != nil {
 		return nil, fmt.Errorf("reading wheel: %w", err)
 	}
+	return metadataFromZip(zr, project)
+}
+
+// metadataFromZip reads the METADATA of an opened wheel. When several
+// .dist-info directories exist, the one named after project wins.
+func metadataFromZip(zr *zip.Reader, project string) (*Metadata, error) {
 	var found *zip.File
 	for _, f := range zr.File {
 		dir, file, ok := strings.Cut(f.Name, "/")

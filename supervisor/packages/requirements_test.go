@@ -1,0 +1,84 @@
+package packages
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestFromCode(t *testing.T) {
+	tests := []struct {
+		name       string
+		code       string
+		want       []string
+		fromScript bool
+		errText    string
+	}{
+		{
+			name: "valid",
+			code: "# /// script\n# requires-python = \">=3.12\"\n# dependencies = [\n#   \"pydantic>=2\",\n#   'rich[jupyter]; python_version >= \"3.8\"',\n# ]\n#\n# [tool.x]\n# y = 1\n# ///\nimport pydantic\n",
+			want: []string{"pydantic>=2", `rich[jupyter]; python_version >= "3.8"`}, fromScript: true,
+		},
+		{name: "the tool description's example", code: "# /// script\n# dependencies = ['pydantic']\n# ///\nprint('python code here')\n", want: []string{"pydantic"}, fromScript: true},
+		{name: "no block", code: "import numpy\nprint(1)\n", want: nil, fromScript: false},
+		{name: "empty code", code: "", want: nil, fromScript: false},
+		{name: "block without dependencies", code: "# /// script\n# requires-python = \">=3.11\"\n# ///\n", want: nil, fromScript: true},
+		{name: "empty dependencies", code: "# /// script\n# dependencies = []\n# ///\n", want: []string{}, fromScript: true},
+		{name: "other block types are ignored", code: "# /// pyproject\n# dependencies = ['x']\n# ///\n", want: nil, fromScript: false},
+		{name: "unclosed block is no block", code: "# /// script\n# dependencies = ['x']\nprint(1)\n", want: nil, fromScript: false},
+		{name: "block after code", code: "x = 1\n\n# /// script\n# dependencies = ['attrs']\n# ///\n", want: []string{"attrs"}, fromScript: true},
+		{name: "two blocks", code: "# /// script\n# dependencies = ['a']\n# ///\n\n# /// script\n# dependencies = ['b']\n# ///\n", fromScript: true, errText: "2 script blocks"},
+		{name: "bad TOML", code: "# /// script\n# dependencies = ['a'\n# ///\n", fromScript: true, errText: "invalid TOML"},
+		{name: "dependencies not a list", code: "# /// script\n# dependencies = 'pydantic'\n# ///\n", fromScript: true, errText: "dependencies must be a list of strings, not a string"},
+		{name: "dependency not a string", code: "# /// script\n# dependencies = ['a', 3]\n# ///\n", fromScript: true, errText: "dependencies[1] must be a string, not an integer"},
+		{name: "dependencies a table", code: "# /// script\n# [dependencies]\n# a = 1\n# ///\n", fromScript: true, errText: "not a table"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, fromScript, err := FromCode(tc.code)
+			if fromScript != tc.fromScript {
+				t.Errorf("fromScript = %v, want %v", fromScript, tc.fromScript)
+			}
+			if tc.errText != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errText) {
+					t.Fatalf("err = %v, want one containing %q", err, tc.errText)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %#v, want %#v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFromImports(t *testing.T) {
+	table := map[string]string{"yaml": "pyyaml", "PIL": "pillow", "sklearn": "scikit-learn", "ruamel.yaml": "ruamel-yaml", "skimage": "scikit-image"}
+	importable := func(name string) bool { return name == "json" || name == "os" || name == "numpy" }
+	tests := []struct {
+		name       string
+		imports    []string
+		importable func(string) bool
+		want       []string
+	}{
+		{name: "table and fallback", imports: []string{"yaml", "requests", "PIL"}, importable: importable, want: []string{"pyyaml", "requests", "pillow"}},
+		{name: "importable skipped", imports: []string{"json", "numpy", "os", "attrs"}, importable: importable, want: []string{"attrs"}},
+		{name: "nil importable", imports: []string{"numpy"}, want: []string{"numpy"}},
+		{name: "dotted known", imports: []string{"ruamel.yaml"}, want: []string{"ruamel-yaml"}},
+		{name: "dotted unknown skipped", imports: []string{"google.protobuf", "a.b"}, want: nil},
+		{name: "relative and empty skipped", imports: []string{".local", "", " "}, want: nil},
+		{name: "first-seen order, no duplicates", imports: []string{"sklearn", "yaml", "sklearn", "scikit_learn", "yaml"}, want: []string{"scikit-learn", "pyyaml"}},
+		{name: "nothing", imports: nil, want: nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := FromImports(tc.imports, tc.importable, table)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %#v, want %#v", got, tc.want)
+			}
+		})
+	}
+}
