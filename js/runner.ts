@@ -138,11 +138,6 @@ platform.python_version()`);
     send(py.makeMemorySnapshot());
     return;
   }
-  // V8 compiles WebAssembly lazily, function by function, in every process:
-  // a throwaway run while the worker is idle spares the call that cost. It
-  // runs in its own namespace and prints nothing.
-  await py.runPythonAsync(`import _mcp_runner
-_mcp_runner.run("[str(i) for i in range(3)]")`);
   const budget = new Budget(init.outputLimit || Infinity);
   const out = new LineSplitter("stdout", budget);
   const err = new LineSplitter("stderr", budget);
