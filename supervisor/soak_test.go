@@ -9,6 +9,9 @@ import (
 	"sync"
 	"testing"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 )
 
@@ -21,7 +24,9 @@ func TestSoak(t *testing.T) {
 		t.Skip("the soak test runs with -soak.calls N; `make soak` runs it")
 	}
 	const workers = 2
-	s := start(t, Config{Workers: workers, OutputLimit: 1 << 20})
+	// Warnings and errors only: 2 000 workers' debug lines would bury the
+	// progress lines below.
+	s := start(t, Config{Workers: workers, OutputLimit: 1 << 20}, zaptest.Level(zap.WarnLevel))
 	var heapAt []uint64 // after each tenth of the calls
 	fdsBefore := openFDs(t)
 	next := make(chan int)

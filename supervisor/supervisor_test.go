@@ -46,7 +46,7 @@ func testCache(t *testing.T) string {
 	return filepath.Join(d, "mcp-run-python")
 }
 
-func start(t *testing.T, cfg Config) *Supervisor {
+func start(t *testing.T, cfg Config, opts ...zaptest.LoggerOption) *Supervisor {
 	t.Helper()
 	cfg.Deno = testDeno(t)
 	if cfg.CacheDir == "" {
@@ -55,7 +55,7 @@ func start(t *testing.T, cfg Config) *Supervisor {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 30 * time.Second
 	}
-	s := New(cfg, zaptest.NewLogger(t))
+	s := New(cfg, zaptest.NewLogger(t, opts...))
 	t.Cleanup(func() {
 		if err := s.Close(context.Background()); err != nil {
 			t.Error(err)
