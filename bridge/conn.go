@@ -83,6 +83,57 @@ func (c *Conn) Run(ctx context.Context, code string, onOutput func(s Stream, lin
 	}
 }
 
+// Imports returns the modules code imports that the worker's interpreter
+// cannot import yet, as Pyodide's find_imports names them.
+func (c *Conn) Imports(ctx context.Context, code string) ([]string, error) {
+	if err := c.write(ctx, Message{Type: TypeImports, Code: code}); err != nil {
+		return nil, err
+	}
+	m, err := c.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if m.Type != TypeImports {
+		return nil, fmt.Errorf("bridge: expected imports, got %q", m.Type)
+	}
+	return m.Names, nil
+}
+
+// Wheel is a wheel file to install into a worker's interpreter.
+type Wheel struct {
+	Name string // file name, such as "pkg-1.0-py3-none-any.whl"
+	Data []byte
+}
+
+// Install sends wheels to the worker, which unpacks them into its
+// interpreter. The worker needs no file permission for that: the bytes
+// travel over the bridge.
+func (c *Conn) Install(ctx context.Context, wheels []Wheel) error {
+	names := make([]string, len(wheels))
+	for i, w := range wheels {
+		names[i] = w.Name
+	}
+	if err := c.write(ctx, Message{Type: TypeInstall, Files: names}); err != nil {
+		return err
+	}
+	for _, w := range wheels {
+		if err := c.ws.Write(ctx, websocket.MessageBinary, w.Data); err != nil {
+			return failure(ctx, err)
+		}
+	}
+	m, err := c.read(ctx)
+	if err != nil {
+		return err
+	}
+	if m.Type != TypeInstalled {
+		return fmt.Errorf("bridge: expected installed, got %q", m.Type)
+	}
+	if m.Error != "" {
+		return fmt.Errorf("unpack wheels: %s", m.Error)
+	}
+	return nil
+}
+
 // Interrupt asks the worker to raise KeyboardInterrupt in the running code.
 // It is safe to call while Run is reading.
 func (c *Conn) Interrupt(ctx context.Context) error {

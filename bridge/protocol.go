@@ -18,6 +18,15 @@ const (
 	TypeFatal    = "fatal"    // worker → Go: the worker cannot go on
 	TypeRun      = "run"      // Go → worker: run this code
 	TypeSnapshot = "snapshot" // Go → worker: send a memory snapshot as a binary frame
+	// TypeImports asks the worker (Go → worker) which modules the code
+	// imports that its interpreter cannot import yet; the worker answers
+	// with the same type and Names.
+	TypeImports = "imports"
+	// TypeInstall (Go → worker) announces Files, the wheels that follow as
+	// binary frames, one each, in order. The worker unpacks them into its
+	// interpreter and answers TypeInstalled, with Error set if it failed.
+	TypeInstall   = "install"
+	TypeInstalled = "installed"
 	// TypeInterrupt (Go → worker) raises KeyboardInterrupt in the running
 	// code. The worker's main thread acts on it, since the runner's thread
 	// is busy running Python.
@@ -59,14 +68,20 @@ type Message struct {
 	Lines   []string `json:"lines,omitempty"`
 	Dropped int      `json:"dropped,omitempty"` // bytes printed past the output limit, not sent
 
-	// run
+	// run, imports
 	Code string `json:"code,omitempty"`
+
+	// imports (worker → Go): top-level or dotted module names not importable
+	Names []string `json:"names,omitempty"`
+
+	// install: the file names of the wheels that follow
+	Files []string `json:"files,omitempty"`
 
 	// result
 	Status       Status          `json:"status,omitempty"`
 	ReturnValue  json.RawMessage `json:"return_value,omitempty"`  // indented JSON; absent for None
 	ReturnString bool            `json:"return_string,omitempty"` // the value is a Python str
-	Error        string          `json:"error,omitempty"`         // result and fatal
+	Error        string          `json:"error,omitempty"`         // result, installed and fatal
 }
 
 // Line is one line printed by user code, without its newline.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -264,5 +265,36 @@ func TestSecretsAreUnique(t *testing.T) {
 			t.Fatalf("weak or repeated secret %q", s)
 		}
 		seen[s] = true
+	}
+}
+
+func TestInstallSendsAnnouncedWheelsInOrder(t *testing.T) {
+	ws, c := handshake(t)
+	got := make(chan []string, 1)
+	go func() {
+		_, data, err := ws.Read(context.Background())
+		var m Message
+		if err != nil || json.Unmarshal(data, &m) != nil || m.Type != TypeInstall {
+			got <- nil
+			return
+		}
+		frames := append([]string{}, m.Files...)
+		for range m.Files {
+			typ, b, err := ws.Read(context.Background())
+			if err != nil || typ != websocket.MessageBinary {
+				got <- nil
+				return
+			}
+			frames = append(frames, string(b))
+		}
+		got <- frames
+		send(t, ws, Message{Type: TypeInstalled, Error: "bad wheel"})
+	}()
+	err := c.Install(context.Background(), []Wheel{{"a.whl", []byte("A")}, {"b.whl", []byte("B")}})
+	if frames := <-got; strings.Join(frames, ",") != "a.whl,b.whl,A,B" {
+		t.Errorf("worker saw %q", frames)
+	}
+	if err == nil || !strings.Contains(err.Error(), "bad wheel") {
+		t.Errorf("Install = %v, want the worker's error", err)
 	}
 }

@@ -9,6 +9,7 @@ import dataclasses
 import datetime
 import decimal
 import enum
+import importlib.util
 import inspect
 import json
 import math
@@ -18,7 +19,7 @@ import traceback
 import uuid
 from collections.abc import Coroutine
 
-from pyodide.code import CodeRunner
+from pyodide.code import CodeRunner, find_imports
 
 # Frames of Pyodide's own machinery and of this module: users never see them.
 # The same pattern upstream applies to the traceback text, so the text matches.
@@ -72,6 +73,23 @@ def _failure(e: BaseException) -> str:
 def _flush() -> None:
     sys.stdout.flush()
     sys.stderr.flush()
+
+
+def imports(code: str) -> str:
+    """The imports frame: modules code imports that cannot be imported yet."""
+    try:
+        names = find_imports(code)
+    except SyntaxError:
+        names = []  # the run reports it
+    missing = []
+    for name in names:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(name)
+    return json.dumps({'type': 'imports', 'names': missing})
 
 
 def format_error(e: BaseException) -> str:

@@ -148,9 +148,30 @@ platform.python_version()`);
   const python = py.runPython("import platform; platform.python_version()");
   send(JSON.stringify({ type: "ready", python, snapshot: restored }));
 
-  self.onmessage = async (e: MessageEvent<string>) => {
+  // Before its one run, a worker may be asked for the code's imports and
+  // given wheels to install; wheels arrive as binary frames after their
+  // install frame.
+  let wheels: { files: string[]; data: Uint8Array[] } | null = null;
+  self.onmessage = async (e: MessageEvent<string | Uint8Array>) => {
+    if (e.data instanceof Uint8Array) {
+      if (!wheels) return fatal("a wheel arrived without an install frame");
+      wheels.data.push(e.data);
+      if (wheels.data.length === wheels.files.length) send(install(py, wheels.data));
+      return;
+    }
     const msg = JSON.parse(e.data);
-    if (msg.type !== "run") return fatal(`unexpected frame ${msg.type}`);
+    switch (msg.type) {
+      case "imports":
+        return send(runner.imports(msg.code));
+      case "install":
+        wheels = { files: msg.files ?? [], data: [] };
+        if (wheels.files.length === 0) send(install(py, []));
+        return;
+      case "run":
+        break;
+      default:
+        return fatal(`unexpected frame ${msg.type}`);
+    }
     self.onmessage = null; // one run per worker: a fresh interpreter per call
     let result: string;
     try {
@@ -168,6 +189,17 @@ platform.python_version()`);
     }
     send(result);
   };
+}
+
+/** Unpacks wheels into site-packages; the bytes need no file permission. */
+function install(py: PyodideAPI, data: Uint8Array[]): string {
+  try {
+    for (const wheel of data) py.unpackArchive(wheel, "wheel");
+    py.runPython("import importlib; importlib.invalidate_caches()");
+    return JSON.stringify({ type: "installed" });
+  } catch (e) {
+    return JSON.stringify({ type: "installed", error: String(e) });
+  }
 }
 
 // The interpreter's exit (os._exit) in async code surfaces only as an unhandled rejection,

@@ -53,8 +53,9 @@ runner.onerror = (e: ErrorEvent) => {
     ws.close();
   });
 };
-ws.onmessage = (e: MessageEvent<string>) => {
-  if (JSON.parse(e.data).type === "interrupt") Atomics.store(interrupt, 0, SIGINT);
+ws.onmessage = (e: MessageEvent<string | ArrayBuffer>) => {
+  if (typeof e.data !== "string") runner.postMessage(new Uint8Array(e.data), [e.data]); // a wheel
+  else if (JSON.parse(e.data).type === "interrupt") Atomics.store(interrupt, 0, SIGINT);
   else runner.postMessage(e.data);
 };
 // The supervisor closes the socket to retire a worker; nothing outlives it.

@@ -1,0 +1,82 @@
+package supervisor
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/mcp-run-python/mcp-run-python/bridge"
+)
+
+// wheel builds a pure-Python wheel with one module file.
+func wheel(t *testing.T, name, version, source string) bridge.Wheel {
+	t.Helper()
+	var buf bytes.Buffer
+	z := zip.NewWriter(&buf)
+	info := name + "-" + version + ".dist-info/"
+	for path, body := range map[string]string{
+		name + "/__init__.py": source,
+		info + "METADATA":     "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n",
+		info + "WHEEL":        "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+		info + "RECORD":       "",
+	} {
+		w, err := z.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := z.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return bridge.Wheel{Name: name + "-" + version + "-py3-none-any.whl", Data: buf.Bytes()}
+}
+
+func TestWorkerImportsAndInstalls(t *testing.T) {
+	s := start(t, Config{Workers: 1})
+	ctx := context.Background()
+	w, err := s.acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.retire(w)
+
+	code := "import json, tinypkg\nfrom tinypkg import VALUE\nimport other.sub\nVALUE"
+	missing, err := w.conn.Imports(ctx, code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As find_imports gives them: sorted, with parents; json is there already.
+	if want := []string{"other", "other.sub", "tinypkg"}; !slices.Equal(missing, want) {
+		t.Errorf("Imports = %q, want %q", missing, want)
+	}
+	if err := w.conn.Install(ctx, []bridge.Wheel{wheel(t, "tinypkg", "1.0", "VALUE = 'from a wheel'\n")}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.call(ctx, w, "import tinypkg\ntinypkg.VALUE", nil)
+	if err != nil || res.Status != bridge.StatusSuccess || string(res.ReturnValue) != `"from a wheel"` {
+		t.Errorf("after the install: %+v, %v", res, err)
+	}
+}
+
+func TestInstallOfABrokenWheelFails(t *testing.T) {
+	s := start(t, Config{Workers: 1})
+	ctx := context.Background()
+	w, err := s.acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.retire(w)
+	err = w.conn.Install(ctx, []bridge.Wheel{{Name: "broken-1.0-py3-none-any.whl", Data: []byte("not a zip")}})
+	if err == nil {
+		t.Fatal("a broken wheel installed")
+	}
+	// The worker still runs code after a failed install.
+	if res, err := s.call(ctx, w, "1", nil); err != nil || res.Status != bridge.StatusSuccess {
+		t.Errorf("run after a failed install: %+v, %v", res, err)
+	}
+}
