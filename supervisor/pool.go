@@ -51,6 +51,7 @@ func (s *Supervisor) acquire(ctx context.Context) (*worker, error) {
 			// Died while idle, a moment before watchIdle would have seen it;
 			// the refill below replaces it.
 			s.metrics.restarts.Inc()
+			s.wg.Go(w.kill) // releases its connection
 			continue
 		}
 		p.busy++
@@ -198,6 +199,7 @@ func (s *Supervisor) watchIdle(w *worker) {
 	defer p.mu.Unlock()
 	if i := slices.Index(p.warm, w); i >= 0 {
 		p.warm = slices.Delete(p.warm, i, i+1)
+		s.wg.Go(w.kill) // releases its connection
 		if !p.closed {
 			s.metrics.restarts.Inc()
 			s.log.Warn("idle worker died", zap.String("status", w.exitStatus()), zap.String("stderr", w.stderrTail()))

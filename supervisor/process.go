@@ -97,8 +97,9 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, makeSnapshot b
 	cmd.Env = s.denoEnv()
 	cmd.Dir = "/"
 	cmd.Stdin = strings.NewReader(string(config))
-	// Its own process group, so a kill reaches everything it started; and
-	// killed with us, so a crashed supervisor leaves no workers behind.
+	// Out of our process group, so a terminal's Ctrl-C reaches only us and
+	// we stop workers in order; and killed with us, so a crashed supervisor
+	// leaves no workers behind.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -177,7 +178,10 @@ func (w *worker) kill() {
 	if w.conn != nil {
 		w.conn.Close()
 	}
-	_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+	// Through os.Process, which signals by pidfd: never another process
+	// that reused the pid of one already reaped. A worker may start no
+	// process of its own (--deny-run), so the process is all there is.
+	_ = w.cmd.Process.Kill()
 	<-w.exited
 }
 
