@@ -36,14 +36,22 @@ func wheel(t *testing.T, name, version, source string) bridge.Wheel {
 	return bridge.Wheel{Name: name + "-" + version + "-py3-none-any.whl", Data: buf.Bytes()}
 }
 
-func TestWorkerImportsAndInstalls(t *testing.T) {
+// takeWorker returns a supervisor and a warm worker taken from it, retired
+// when the test ends.
+func takeWorker(t *testing.T) (*Supervisor, *worker) {
+	t.Helper()
 	s := start(t, Config{Workers: 1})
-	ctx := context.Background()
-	w, err := s.acquire(ctx)
+	w, err := s.acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.retire(w)
+	t.Cleanup(func() { s.retire(w) })
+	return s, w
+}
+
+func TestWorkerImportsAndInstalls(t *testing.T) {
+	s, w := takeWorker(t)
+	ctx := context.Background()
 
 	code := "import json, tinypkg\nfrom tinypkg import VALUE\nimport other.sub\nVALUE"
 	missing, err := w.conn.Imports(ctx, code)
@@ -64,14 +72,9 @@ func TestWorkerImportsAndInstalls(t *testing.T) {
 }
 
 func TestInstallOfABrokenWheelFails(t *testing.T) {
-	s := start(t, Config{Workers: 1})
+	s, w := takeWorker(t)
 	ctx := context.Background()
-	w, err := s.acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.retire(w)
-	err = w.conn.Install(ctx, []bridge.Wheel{{Name: "broken-1.0-py3-none-any.whl", Data: []byte("not a zip")}})
+	err := w.conn.Install(ctx, []bridge.Wheel{{Name: "broken-1.0-py3-none-any.whl", Data: []byte("not a zip")}})
 	if err == nil {
 		t.Fatal("a broken wheel installed")
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -145,7 +146,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, makeSnapshot b
 // collectStderr logs what deno prints and keeps the last lines. User code
 // can print there too (through `import js`), so lines are logged at debug
 // level only, and cut to a sane length.
-func (w *worker) collectStderr(r interface{ Read([]byte) (int, error) }, log *zap.Logger) {
+func (w *worker) collectStderr(r io.Reader, log *zap.Logger) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 4096), 64*1024)
 	for sc.Scan() {

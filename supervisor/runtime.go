@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -251,30 +250,4 @@ func installEnv() []string {
 		}
 	}
 	return env
-}
-
-// pythonVersion reads the Python version ("3.14") from an installed
-// Pyodide's lock file.
-func pythonVersion(pyodideDir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(pyodideDir, "pyodide-lock.json"))
-	if err != nil {
-		return "", err
-	}
-	var lock struct {
-		Info struct {
-			Python string `json:"python"`
-		} `json:"info"`
-	}
-	if err := json.Unmarshal(b, &lock); err != nil {
-		return "", fmt.Errorf("pyodide-lock.json: %w", err)
-	}
-	return majorMinor(lock.Info.Python), nil
-}
-
-func majorMinor(v string) string {
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 {
-		return v
-	}
-	return parts[0] + "." + parts[1]
 }

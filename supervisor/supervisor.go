@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/js"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 )
 
 // Config is what the supervisor needs to know; the front end fills it from flags.
@@ -117,6 +118,19 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 	return s
 }
 
+// pythonVersion reads the Python version ("3.14") from an installed
+// Pyodide's lock file.
+func pythonVersion(pyodideDir string) (string, error) {
+	lock, err := packages.ReadLock(filepath.Join(pyodideDir, "pyodide-lock.json"))
+	if err != nil {
+		return "", err
+	}
+	if v := lock.PythonVersion(); v != "" {
+		return v, nil
+	}
+	return "", errors.New("pyodide-lock.json names no Python version")
+}
+
 // knownPythonVersion answers without starting anything: from the lock file
 // of an installed Pyodide, else from the pinned Pyodide version, whose
 // number starts with Python's (314.0.7 is built for Python 3.14).
@@ -126,7 +140,7 @@ func knownPythonVersion(cacheDir string) string {
 		return "3"
 	}
 	pkg := filepath.Join(layout{cacheDir}.install(pin), "node_modules", "pyodide")
-	if v, err := pythonVersion(pkg); err == nil && v != "" {
+	if v, err := pythonVersion(pkg); err == nil {
 		return v
 	}
 	major, _, _ := strings.Cut(pin, ".")
@@ -181,7 +195,7 @@ func (s *Supervisor) ensure(ctx context.Context, progress func(string)) (*runtim
 	if err != nil {
 		return nil, err
 	}
-	if v, err := pythonVersion(rt.pyodide); err == nil && v != "" {
+	if v, err := pythonVersion(rt.pyodide); err == nil {
 		s.python.Store(v)
 	}
 	s.pool.mu.Lock()

@@ -199,7 +199,6 @@ func warmup(ctx context.Context, eng engine, stderr io.Writer, version string) i
 		fmt.Fprintf(stderr, "warmup failed: %v\n", err)
 		return exitFailure
 	}
-	eng.Start(ctx)
 	res, err := eng.Run(ctx, warmupCheckCode, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "warmup check failed: %v\n", err)
@@ -222,7 +221,6 @@ func example(ctx context.Context, eng engine, std streams, version string) int {
 		fmt.Fprintf(std.err, "warmup failed: %v\n", err)
 		return exitFailure
 	}
-	eng.Start(ctx)
 	res, err := eng.Run(ctx, exampleCode, func(line bridge.Line) {
 		fmt.Fprintf(std.err, "%s: %s\n", lineLevel(line), line.Text)
 	})
