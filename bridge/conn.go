@@ -99,9 +99,9 @@ func (c *Conn) Imports(ctx context.Context, code string) ([]string, error) {
 	return m.Names, nil
 }
 
-// Wheel is a wheel file to install into a worker's interpreter.
+// Wheel is a package file to install into a worker's interpreter.
 type Wheel struct {
-	Name string // file name, such as "pkg-1.0-py3-none-any.whl"
+	File
 	Data []byte
 }
 
@@ -109,11 +109,11 @@ type Wheel struct {
 // interpreter. The worker needs no file permission for that: the bytes
 // travel over the bridge.
 func (c *Conn) Install(ctx context.Context, wheels []Wheel) error {
-	names := make([]string, len(wheels))
+	files := make([]File, len(wheels))
 	for i, w := range wheels {
-		names[i] = w.Name
+		files[i] = w.File
 	}
-	if err := c.write(ctx, Message{Type: TypeInstall, Files: names}); err != nil {
+	if err := c.write(ctx, Message{Type: TypeInstall, Files: files}); err != nil {
 		return err
 	}
 	for _, w := range wheels {

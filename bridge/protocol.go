@@ -42,6 +42,14 @@ const (
 	Stderr Stream = "stderr"
 )
 
+// The supervisor's own lines about a call's packages. They never come from
+// a worker (Conn.Run accepts only Stdout and Stderr) and are not part of a
+// result's output.
+const (
+	Progress Stream = "progress" // package resolution, download and install
+	Failure  Stream = "failure"  // why packages could not be installed
+)
+
 // Status is the outcome of a run, as shown to MCP clients.
 type Status string
 
@@ -74,8 +82,8 @@ type Message struct {
 	// imports (worker → Go): top-level or dotted module names not importable
 	Names []string `json:"names,omitempty"`
 
-	// install: the file names of the wheels that follow
-	Files []string `json:"files,omitempty"`
+	// install: the files that follow as binary frames
+	Files []File `json:"files,omitempty"`
 
 	// result
 	Status       Status          `json:"status,omitempty"`
@@ -84,7 +92,16 @@ type Message struct {
 	Error        string          `json:"error,omitempty"`         // result, installed and fatal
 }
 
-// Line is one line printed by user code, without its newline.
+// File describes one package file of an install frame.
+type File struct {
+	Name string `json:"name"` // file name, such as "pkg-1.0-py3-none-any.whl"
+	// InstallDir is where Pyodide unpacks it, as its lock file says: "site"
+	// (site-packages, the default), "stdlib" or "dynlib" (shared libraries).
+	InstallDir string `json:"install_dir,omitempty"`
+}
+
+// Line is one line printed by user code, without its newline, or one of the
+// supervisor's lines about the call's packages.
 type Line struct {
 	Stream Stream
 	Text   string

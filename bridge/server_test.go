@@ -278,7 +278,10 @@ func TestInstallSendsAnnouncedWheelsInOrder(t *testing.T) {
 			got <- nil
 			return
 		}
-		frames := append([]string{}, m.Files...)
+		var frames []string
+		for _, f := range m.Files {
+			frames = append(frames, f.Name+":"+f.InstallDir)
+		}
 		for range m.Files {
 			typ, b, err := ws.Read(context.Background())
 			if err != nil || typ != websocket.MessageBinary {
@@ -290,8 +293,11 @@ func TestInstallSendsAnnouncedWheelsInOrder(t *testing.T) {
 		got <- frames
 		send(t, ws, Message{Type: TypeInstalled, Error: "bad wheel"})
 	}()
-	err := c.Install(context.Background(), []Wheel{{"a.whl", []byte("A")}, {"b.whl", []byte("B")}})
-	if frames := <-got; strings.Join(frames, ",") != "a.whl,b.whl,A,B" {
+	err := c.Install(context.Background(), []Wheel{
+		{File{Name: "a.whl", InstallDir: "site"}, []byte("A")},
+		{File{Name: "b.zip", InstallDir: "dynlib"}, []byte("B")},
+	})
+	if frames := <-got; strings.Join(frames, ",") != "a.whl:site,b.zip:dynlib,A,B" {
 		t.Errorf("worker saw %q", frames)
 	}
 	if err == nil || !strings.Contains(err.Error(), "bad wheel") {

@@ -160,12 +160,14 @@ platform.python_version()`);
   // Before its one run, a worker may be asked for the code's imports and
   // given wheels to install; wheels arrive as binary frames after their
   // install frame.
-  let wheels: { files: string[]; data: Uint8Array[] } | null = null;
+  let wheels: { files: PackageFile[]; data: Uint8Array[] } | null = null;
   self.onmessage = async (e: MessageEvent<string | Uint8Array>) => {
     if (e.data instanceof Uint8Array) {
       if (!wheels) return fatal("a wheel arrived without an install frame");
       wheels.data.push(e.data);
-      if (wheels.data.length === wheels.files.length) send(install(py, wheels.data));
+      if (wheels.data.length === wheels.files.length) {
+        send(await install(py, wheels.files, wheels.data));
+      }
       return;
     }
     const msg = JSON.parse(e.data);
@@ -174,7 +176,7 @@ platform.python_version()`);
         return send(runner.imports(msg.code));
       case "install":
         wheels = { files: msg.files ?? [], data: [] };
-        if (wheels.files.length === 0) send(install(py, []));
+        if (wheels.files.length === 0) send(await install(py, [], []));
         return;
       case "run":
         break;
@@ -201,10 +203,41 @@ platform.python_version()`);
   };
 }
 
-/** Unpacks wheels into site-packages; the bytes need no file permission. */
-function install(py: PyodideAPI, data: Uint8Array[]): string {
+/** A package file of an install frame; see bridge.File. */
+interface PackageFile {
+  name: string;
+  install_dir?: string;
+}
+
+/** The part of Pyodide's private API that installs a package from bytes. */
+interface Installer {
+  install(
+    data: Uint8Array,
+    filename: string,
+    dir: string,
+    metadata: Map<string, string>,
+  ): Promise<void>;
+  package_loader: { get_install_dir(target?: string): string };
+}
+
+/**
+ * Installs package files, in order, with the installer Pyodide's own
+ * loadPackage uses: it unpacks into the lock file's install directory and
+ * loads shared libraries, which unpackArchive does not. The bytes need no
+ * file permission.
+ */
+async function install(py: PyodideAPI, files: PackageFile[], data: Uint8Array[]): Promise<string> {
+  const api = (py as unknown as { _api: Installer })._api;
+  const metadata = new Map([["INSTALLER", "mcp-run-python"]]);
   try {
-    for (const wheel of data) py.unpackArchive(wheel, "wheel");
+    for (const [i, file] of files.entries()) {
+      await api.install(
+        data[i],
+        file.name,
+        api.package_loader.get_install_dir(file.install_dir),
+        metadata,
+      );
+    }
     py.runPython("import importlib; importlib.invalidate_caches()");
     return JSON.stringify({ type: "installed" });
   } catch (e) {

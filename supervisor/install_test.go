@@ -33,7 +33,7 @@ func wheel(t *testing.T, name, version, source string) bridge.Wheel {
 	if err := z.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return bridge.Wheel{Name: name + "-" + version + "-py3-none-any.whl", Data: buf.Bytes()}
+	return bridge.Wheel{File: bridge.File{Name: name + "-" + version + "-py3-none-any.whl"}, Data: buf.Bytes()}
 }
 
 // takeWorker returns a supervisor and a warm worker taken from it, retired
@@ -74,7 +74,7 @@ func TestWorkerImportsAndInstalls(t *testing.T) {
 func TestInstallOfABrokenWheelFails(t *testing.T) {
 	s, w := takeWorker(t)
 	ctx := context.Background()
-	err := w.conn.Install(ctx, []bridge.Wheel{{Name: "broken-1.0-py3-none-any.whl", Data: []byte("not a zip")}})
+	err := w.conn.Install(ctx, []bridge.Wheel{{File: bridge.File{Name: "broken-1.0-py3-none-any.whl"}, Data: []byte("not a zip")}})
 	if err == nil {
 		t.Fatal("a broken wheel installed")
 	}

@@ -26,8 +26,17 @@ type Config struct {
 	Timeout     time.Duration // wall-time limit of one call; 0 means none
 	OutputLimit int           // bytes of output kept per call; 0 means no limit
 	MemoryLimit int64         // resident bytes a worker may use; 0 means no limit
-	Deps        []string      // installed into every interpreter
+	Deps        []string      // requirements installed into every interpreter
 	Networking  bool          // user code may use the network
+
+	// IndexURL is the package index (a PyPI-style simple API, as an http(s)
+	// URL or a local directory); "" means packages.DefaultIndexURL.
+	IndexURL string
+	// PyodideIndexURL is where the files of Pyodide's built-in packages are
+	// (URL or directory); "" means the host of the pinned Pyodide release.
+	PyodideIndexURL string
+	// Offline installs packages from the package cache only.
+	Offline bool
 
 	// Warm is how many idle workers are kept ready; 0 means Workers.
 	Warm int
@@ -83,6 +92,7 @@ type Supervisor struct {
 	prep     chan struct{} // held while the runtime is being prepared
 	rt       *runtimeFiles // set once prepared, before the pool starts
 	bridge   *bridge.Server
+	pkgs     *installer // set with rt
 	pool     pool
 	remaking atomic.Bool // the snapshot is being remade
 }
@@ -198,6 +208,11 @@ func (s *Supervisor) ensure(ctx context.Context, progress func(string)) (*runtim
 	if v, err := pythonVersion(rt.pyodide); err == nil {
 		s.python.Store(v)
 	}
+	pkgs, err := newInstaller(s.cfg, rt.pyodide, s.log)
+	if err != nil {
+		return nil, fmt.Errorf("package installer: %w", err)
+	}
+	s.pkgs = pkgs
 	s.pool.mu.Lock()
 	s.rt = rt
 	s.refill()
@@ -222,23 +237,71 @@ func (s *Supervisor) Run(ctx context.Context, code string, onLine func(bridge.Li
 	if s.cfg.CodeLimit > 0 && len(code) > s.cfg.CodeLimit {
 		return bridge.Result{}, fmt.Errorf("the code is %s, more than the %s limit", bytesText(int64(len(code))), bytesText(int64(s.cfg.CodeLimit)))
 	}
-	if len(s.cfg.Deps) > 0 {
-		// Packages are resolved on the trusted side, which is not built yet:
-		// say so on every call rather than run without what was asked for.
-		return bridge.Result{
-			Status: bridge.StatusInstallError,
-			Error:  "cannot install " + strings.Join(s.cfg.Deps, ", ") + ": installing packages (--deps) is not supported by this version yet",
-		}, nil
+	script, fromScript, err := packages.FromCode(code)
+	if err != nil {
+		return installError(nil, err, onLine), nil
 	}
 	if _, err := s.ensure(ctx, func(step string) { s.log.Info(step) }); err != nil {
 		return bridge.Result{}, err
+	}
+	installCtx, cancel := s.installContext(ctx)
+	defer cancel()
+	// The files of a script's dependencies are ready before a worker is
+	// taken, so a failed install costs no interpreter.
+	installed := map[string]bool{}
+	wheels, err := s.pkgs.files(installCtx, script, installed, onLine)
+	if err != nil {
+		return s.installFailed(ctx, script, err, onLine)
 	}
 	w, err := s.acquire(ctx)
 	if err != nil {
 		return bridge.Result{}, err
 	}
 	defer s.retire(w)
-	return s.call(ctx, w, code, onLine)
+	reqs := script
+	if !fromScript {
+		if len(wheels) > 0 {
+			// --deps first: what they bring is then importable, not inferred.
+			if err := w.conn.Install(installCtx, wheels); err != nil {
+				return s.installFailed(ctx, nil, err, onLine)
+			}
+			wheels = nil
+		}
+		if reqs, err = s.pkgs.inferred(installCtx, w, code); err != nil {
+			return bridge.Result{}, err
+		}
+		if len(reqs) > 0 {
+			if wheels, err = s.pkgs.files(installCtx, reqs, installed, onLine); err != nil {
+				return s.installFailed(ctx, reqs, err, onLine)
+			}
+		}
+	}
+	if len(wheels) > 0 {
+		if err := w.conn.Install(installCtx, wheels); err != nil {
+			return s.installFailed(ctx, reqs, err, onLine)
+		}
+	}
+	res, err = s.call(ctx, w, code, onLine)
+	res.Dependencies = reqs
+	return res, err
+}
+
+// installContext bounds the install phase of a call by the call's time limit.
+func (s *Supervisor) installContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.cfg.Timeout > 0 {
+		return context.WithTimeout(ctx, s.cfg.Timeout)
+	}
+	return context.WithCancel(ctx)
+}
+
+// installFailed turns an install failure into the call's result, unless the
+// call itself was cancelled.
+func (s *Supervisor) installFailed(ctx context.Context, reqs []string, err error, onLine func(bridge.Line)) (bridge.Result, error) {
+	if ctx.Err() != nil {
+		return bridge.Result{}, fmt.Errorf("call cancelled: %w", context.Cause(ctx))
+	}
+	s.log.Warn("cannot install packages", zap.Strings("requirements", reqs), zap.Error(err))
+	return installError(reqs, err, onLine), nil
 }
 
 // PythonVersion returns the major.minor version of the Python that runs calls.

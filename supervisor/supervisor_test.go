@@ -319,12 +319,3 @@ func TestOutputBombsAreCutAtTheSource(t *testing.T) {
 		})
 	}
 }
-
-func TestDepsAreAnInstallErrorUntilPackagesLand(t *testing.T) {
-	s := New(Config{Deps: []string{"numpy", "rich<13"}}, zaptest.NewLogger(t))
-	defer s.Close(context.Background())
-	res, err := s.Run(context.Background(), "1", nil)
-	if err != nil || res.Status != bridge.StatusInstallError || !strings.Contains(res.Error, "numpy, rich<13") {
-		t.Errorf("got %+v, %v; want an install-error naming the packages", res, err)
-	}
-}

@@ -17,6 +17,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	pt "github.com/mcp-run-python/mcp-run-python/supervisor/packages/packagestest"
 )
 
 // benchServer is a stdio server the benchmark started, and its client.
@@ -202,6 +204,43 @@ func BenchmarkConcurrentCPU(b *testing.B) {
 		time.Sleep(2 * time.Second) // replacements warm
 	}
 	report(b, "4 concurrent calls of 1 CPU-s, 4 workers (median of 3)", percentile(times, 0.5).Seconds(), "s", "≤ 2.2 s")
+}
+
+// BenchmarkInstall times calls that install three wheels (greet, colorlib,
+// emscripten-only) into a fresh interpreter, against the same call's code
+// without dependencies, each with a warm pool.
+func BenchmarkInstall(b *testing.B) {
+	s := benchSetup(b)
+	const body = "import greet\ngreet.hello('x')"
+	code := script(`"greet>=2"`, body)
+	// An install spends the time of a call plus a few wasm-side unpacks, so
+	// each measurement waits for a warm worker, as BenchmarkWarmCall does.
+	settle := func() { time.Sleep(600 * time.Millisecond) }
+	var cold, fresh, warm, none []time.Duration
+	for range 5 {
+		repo := packageRepo(b) // new wheels: new to the cache
+		srv, _ := repo.Serve(b, pt.Variant{JSON: true, Metadata: true}, 0)
+		index := srv.URL + "/simple/"
+		first, _ := startBench(b, s, "--index-url", index)
+		first.call(b, "1+1")
+		settle()
+		cold = append(cold, first.call(b, code))
+		settle()
+		warm = append(warm, first.call(b, code))
+		settle()
+		none = append(none, first.call(b, "1+1"))
+		_ = first.Close()
+		// A new process: the files are cached, but the index is asked again.
+		second, _ := startBench(b, s, "--index-url", index)
+		second.call(b, "1+1")
+		settle()
+		fresh = append(fresh, second.call(b, code))
+		_ = second.Close()
+	}
+	report(b, "call installing 3 wheels, cold cache (median of 5)", ms(percentile(cold, 0.5)), "ms", "")
+	report(b, "call installing 3 wheels, cached, new process (median of 5)", ms(percentile(fresh, 0.5)), "ms", "")
+	report(b, "call installing 3 wheels, cached, repeated (median of 5)", ms(percentile(warm, 0.5)), "ms", "")
+	report(b, "`1+1` on the same server, no dependencies (median of 5)", ms(percentile(none, 0.5)), "ms", "")
 }
 
 // printFigures prints the table of the benchmarks that ran; TestMain calls it.

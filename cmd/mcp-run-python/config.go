@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/mcp-run-python/mcp-run-python/supervisor"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 )
 
 // Mode is what the program does: serve MCP over a transport, prepare the
@@ -122,6 +123,9 @@ type flagValues struct {
 	host              string
 	returnMode        string
 	deps              string
+	indexURL          string
+	pyodideIndexURL   string
+	offline           bool
 	disableNetworking bool
 	version           bool
 	help              bool
@@ -150,6 +154,9 @@ func newFlagSet(v *flagValues) *pflag.FlagSet {
 	fs.StringVar(&v.host, "host", defaultHost, "address the HTTP modes listen on")
 	fs.StringVar(&v.returnMode, "return-mode", string(ReturnXML), "result format: xml or json")
 	fs.StringVar(&v.deps, "deps", "", "comma-separated packages installed into every interpreter")
+	fs.StringVar(&v.indexURL, "index-url", packages.DefaultIndexURL, "package index: a PyPI-style simple API, as a URL or a local directory")
+	fs.StringVar(&v.pyodideIndexURL, "pyodide-index-url", "", "where Pyodide's built-in packages are, as a URL or a local directory (default: the package host of the pinned Pyodide release)")
+	fs.BoolVar(&v.offline, "offline", false, "install packages from the package cache only, never downloading")
 	fs.BoolVar(&v.disableNetworking, "disable-networking", false, "deny Python code access to the network")
 	fs.IntVar(&v.workers, "workers", defaultWorkers, "live worker limit: calls run in parallel up to it")
 	fs.IntVar(&v.warm, "warm", 0, "idle workers kept ready for calls, at most --workers (default: --workers)")
@@ -332,20 +339,38 @@ func ParseConfig(args []string, env Environment) (Config, error) {
 		}
 	}
 
+	for _, loc := range []struct{ name, value string }{{"index-url", v.indexURL}, {"pyodide-index-url", v.pyodideIndexURL}} {
+		if loc.value == "" && loc.name == "pyodide-index-url" {
+			continue
+		}
+		if err := packages.CheckLocation(loc.value); err != nil {
+			return Config{}, usageErrorf("invalid value %q for %s: %w", loc.value, source(loc.name), err)
+		}
+	}
+	deps := splitDeps(v.deps)
+	for _, d := range deps {
+		if _, err := packages.ParseRequirement(d); err != nil {
+			return Config{}, usageErrorf("invalid value %q for %s: %w", v.deps, source("deps"), err)
+		}
+	}
+
 	cfg.Supervisor = supervisor.Config{
-		Deno:         deno,
-		CacheDir:     cacheDir,
-		Workers:      v.workers,
-		Timeout:      v.timeout,
-		OutputLimit:  int(outputLimit),
-		MemoryLimit:  memoryLimit,
-		Deps:         splitDeps(v.deps),
-		Networking:   !v.disableNetworking,
-		Warm:         warm,
-		Queue:        queue,
-		QueueTimeout: v.queueTimeout,
-		CodeLimit:    int(codeLimit),
-		Grace:        v.grace,
+		Deno:            deno,
+		CacheDir:        cacheDir,
+		Workers:         v.workers,
+		Timeout:         v.timeout,
+		OutputLimit:     int(outputLimit),
+		MemoryLimit:     memoryLimit,
+		Deps:            deps,
+		IndexURL:        v.indexURL,
+		PyodideIndexURL: v.pyodideIndexURL,
+		Offline:         v.offline,
+		Networking:      !v.disableNetworking,
+		Warm:            warm,
+		Queue:           queue,
+		QueueTimeout:    v.queueTimeout,
+		CodeLimit:       int(codeLimit),
+		Grace:           v.grace,
 	}
 	return cfg, nil
 }

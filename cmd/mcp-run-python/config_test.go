@@ -68,6 +68,7 @@ func defaultConfig() Config {
 			OutputLimit:  1 << 20,
 			MemoryLimit:  1 << 30,
 			Networking:   true,
+			IndexURL:     "https://pypi.org/simple/",
 			Warm:         2,
 			Queue:        8,
 			QueueTimeout: 30 * time.Second,
@@ -98,6 +99,17 @@ func TestParseConfig(t *testing.T) {
 		{"example", []string{"example"}, standardEnv(), func(c *Config) { c.Mode = ModeExample }},
 		{"deps split at commas", []string{"stdio", "--deps", "numpy, pydantic>=2,,httpx"}, standardEnv(),
 			func(c *Config) { c.Supervisor.Deps = []string{"numpy", "pydantic>=2", "httpx"} }},
+		{"package sources and offline", []string{"stdio", "--index-url", "/srv/simple", "--pyodide-index-url", "http://mirror.test/pyodide/", "--offline"}, standardEnv(),
+			func(c *Config) {
+				c.Supervisor.IndexURL, c.Supervisor.PyodideIndexURL, c.Supervisor.Offline = "/srv/simple", "http://mirror.test/pyodide/", true
+			}},
+		{"package sources from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{
+			"MCP_RUN_PYTHON_INDEX_URL":         "file:///srv/simple",
+			"MCP_RUN_PYTHON_PYODIDE_INDEX_URL": "/srv/pyodide",
+			"MCP_RUN_PYTHON_OFFLINE":           "1",
+		}), func(c *Config) {
+			c.Supervisor.IndexURL, c.Supervisor.PyodideIndexURL, c.Supervisor.Offline = "file:///srv/simple", "/srv/pyodide", true
+		}},
 		{"disable networking", []string{"stdio", "--disable-networking"}, standardEnv(),
 			func(c *Config) { c.Supervisor.Networking = false }},
 		{"limits and timeout", []string{"stdio", "--workers", "8", "--timeout", "1m30s", "--memory-limit", "512MiB", "--output-limit", "64KiB"}, standardEnv(),
@@ -236,6 +248,10 @@ func TestParseConfigUsageErrors(t *testing.T) {
 		{"bad shutdown timeout from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_SHUTDOWN_TIMEOUT": "soon"}), "MCP_RUN_PYTHON_SHUTDOWN_TIMEOUT"},
 		{"bad env value", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_PORT": "abc"}), "MCP_RUN_PYTHON_PORT"},
 		{"bad env value checked later", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_RETURN_MODE": "yaml"}), "MCP_RUN_PYTHON_RETURN_MODE"},
+		{"index URL of another scheme", []string{"stdio", "--index-url", "ftp://mirror/simple"}, standardEnv(), "--index-url"},
+		{"empty index URL", []string{"stdio", "--index-url", ""}, standardEnv(), "--index-url"},
+		{"pyodide index URL of another scheme", []string{"stdio", "--pyodide-index-url", "s3://bucket/"}, standardEnv(), "--pyodide-index-url"},
+		{"bad requirement in deps", []string{"stdio", "--deps", "numpy,pydantic>=>2"}, standardEnv(), "--deps"},
 		{"no cache dir at all", []string{"stdio"}, fakeEnv{denoPath: "/usr/bin/deno"}, "--cache-dir"},
 	}
 	for _, tt := range tests {

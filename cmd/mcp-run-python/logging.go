@@ -123,11 +123,17 @@ func (s *levelStore) callLevel(ctx context.Context) (mcp.LoggingLevel, bool) {
 	return s.sessionLevel(session.SessionID()), true
 }
 
-// lineLevel is the level a printed line is logged at: stdout as info, stderr
-// as warning.
+// lineLevel is the level a call's line is logged at: stdout as info, stderr
+// as warning, package install progress as debug and install failures as
+// error.
 func lineLevel(line bridge.Line) mcp.LoggingLevel {
-	if line.Stream == bridge.Stderr {
+	switch line.Stream {
+	case bridge.Stderr:
 		return mcp.LoggingLevelWarning
+	case bridge.Progress:
+		return mcp.LoggingLevelDebug
+	case bridge.Failure:
+		return mcp.LoggingLevelError
 	}
 	return mcp.LoggingLevelInfo
 }

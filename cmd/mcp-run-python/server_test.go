@@ -386,6 +386,19 @@ func TestLogNotificationBytes(t *testing.T) {
 	}
 }
 
+func TestLineLevel(t *testing.T) {
+	for stream, want := range map[bridge.Stream]mcp.LoggingLevel{
+		bridge.Stdout:   mcp.LoggingLevelInfo,
+		bridge.Stderr:   mcp.LoggingLevelWarning,
+		bridge.Progress: mcp.LoggingLevelDebug,
+		bridge.Failure:  mcp.LoggingLevelError,
+	} {
+		if got := lineLevel(bridge.Line{Stream: stream, Text: "x"}); got != want {
+			t.Errorf("lineLevel(%s) = %s, want %s", stream, got, want)
+		}
+	}
+}
+
 // queueFullSender fails with mcp-go's queue-full error a number of times.
 type queueFullSender struct {
 	full int

@@ -1,6 +1,8 @@
 package packages
 
 import (
+	pt "github.com/mcp-run-python/mcp-run-python/supervisor/packages/packagestest"
+
 	"context"
 	"os"
 	"path/filepath"
@@ -44,7 +46,7 @@ func partFiles(t *testing.T, dir string) []string {
 
 func TestFetch(t *testing.T) {
 	repo := standardRepo(t)
-	for _, v := range []indexVariant{{json: true, metadata: true}, {json: false}, {json: true, dir: true}} {
+	for _, v := range []pt.Variant{{JSON: true, Metadata: true}, {JSON: false}, {JSON: true, Dir: true}} {
 		t.Run(v.String(), func(t *testing.T) {
 			c := newTestCache(t, CacheOptions{})
 			r := newTestResolver(t, repo, v, c)
@@ -78,14 +80,14 @@ func TestFetch(t *testing.T) {
 func TestHashMismatch(t *testing.T) {
 	repo := standardRepo(t)
 	wrong := strings.Repeat("0", 64)
-	for _, v := range []indexVariant{{json: true, metadata: true}, {json: true}, {metadata: true, dir: true}, {dir: true}} {
+	for _, v := range []pt.Variant{{JSON: true, Metadata: true}, {JSON: true}, {Metadata: true, Dir: true}, {Dir: true}} {
 		t.Run(v.String(), func(t *testing.T) {
 			c := newTestCache(t, CacheOptions{})
 			r := newTestResolver(t, repo, v, c)
 			plan, err := r.Resolve(testContext(t), []string{"bad"})
 			if err == nil {
 				// With PEP 658 metadata the wheel is first downloaded here.
-				if !v.metadata {
+				if !v.Metadata {
 					t.Fatal("resolution read the wheel's metadata without checking its hash")
 				}
 				_, err = c.Fetch(testContext(t), plan)
@@ -131,11 +133,11 @@ func TestHashMismatchLock(t *testing.T) {
 func TestOffline(t *testing.T) {
 	repo := standardRepo(t)
 	for _, metadata := range []bool{true, false} {
-		v := indexVariant{json: true, metadata: metadata}
+		v := pt.Variant{JSON: true, Metadata: metadata}
 		t.Run(v.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			tl := makeLock(t)
-			srv, _ := serveRepo(t, repo, v, 0)
+			srv, _ := repo.Serve(t, v, 0)
 			pyodide := tl.location(t, false)
 			online, err := NewCache(dir, CacheOptions{})
 			if err != nil {
@@ -201,19 +203,19 @@ func TestOffline(t *testing.T) {
 
 func TestConcurrentFetch(t *testing.T) {
 	repo := standardRepo(t)
-	v := indexVariant{json: true}
-	srv, counter := serveRepo(t, repo, v, 100*time.Millisecond)
-	var f *testFile
-	for _, x := range repo.files {
-		if x.filename == "alpha-2.0-py3-none-any.whl" {
+	v := pt.Variant{JSON: true}
+	srv, counter := repo.Serve(t, v, 100*time.Millisecond)
+	var f *pt.File
+	for _, x := range repo.Files {
+		if x.Filename == "alpha-2.0-py3-none-any.whl" {
 			f = x
 		}
 	}
 	pf := PlanFile{
-		Name: "alpha", Version: "2.0", Filename: f.filename, Source: srv.URL + "/files/" + f.filename,
-		SHA256: f.sha, Size: int64(len(f.data)), Origin: OriginIndex,
+		Name: "alpha", Version: "2.0", Filename: f.Filename, Source: srv.URL + "/files/" + f.Filename,
+		SHA256: f.SHA256, Size: int64(len(f.Data)), Origin: OriginIndex,
 	}
-	path := "/files/" + f.filename
+	path := "/files/" + f.Filename
 
 	t.Run("one process", func(t *testing.T) {
 		c := newTestCache(t, CacheOptions{})
@@ -238,7 +240,7 @@ func TestConcurrentFetch(t *testing.T) {
 				t.Fatalf("goroutine %d: %q, %v", i, paths[i], errs[i])
 			}
 		}
-		if got := counter.get(path); got != 1 {
+		if got := counter.Get(path); got != 1 {
 			t.Fatalf("%d downloads, want exactly 1", got)
 		}
 	})
@@ -248,7 +250,7 @@ func TestConcurrentFetch(t *testing.T) {
 		// two processes: both may download, and the atomic rename leaves
 		// one whole file.
 		dir := t.TempDir()
-		before := counter.get(path)
+		before := counter.Get(path)
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		var errs []error
@@ -274,7 +276,7 @@ func TestConcurrentFetch(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if got := counter.get(path) - before; got < 1 || got > 2 {
+		if got := counter.Get(path) - before; got < 1 || got > 2 {
 			t.Fatalf("%d downloads, want 1 or 2", got)
 		}
 		c, _ := NewCache(dir, CacheOptions{})
@@ -289,11 +291,11 @@ func TestConcurrentFetch(t *testing.T) {
 
 func TestCacheRepairsDamagedEntry(t *testing.T) {
 	repo := standardRepo(t)
-	srv, counter := serveRepo(t, repo, indexVariant{json: true}, 0)
-	f := repo.files[0]
-	pf := PlanFile{Name: "alpha", Version: "1.0", Filename: f.filename, Source: srv.URL + "/files/" + f.filename, SHA256: f.sha}
+	srv, counter := repo.Serve(t, pt.Variant{JSON: true}, 0)
+	f := repo.Files[0]
+	pf := PlanFile{Name: "alpha", Version: "1.0", Filename: f.Filename, Source: srv.URL + "/files/" + f.Filename, SHA256: f.SHA256}
 	c := newTestCache(t, CacheOptions{})
-	final := c.Path(f.sha, f.filename)
+	final := c.Path(f.SHA256, f.Filename)
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +306,7 @@ func TestCacheRepairsDamagedEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := hashFile(lf.Path); got != f.sha || counter.get("/files/"+f.filename) != 1 {
+	if got, _ := hashFile(lf.Path); got != f.SHA256 || counter.Get("/files/"+f.Filename) != 1 {
 		t.Fatalf("damaged entry not replaced: %s", got)
 	}
 	// A restarted process (a new Cache) trusts the entry after one check.
@@ -316,8 +318,8 @@ func TestCacheRepairsDamagedEntry(t *testing.T) {
 
 func TestFetchErrors(t *testing.T) {
 	repo := standardRepo(t)
-	srv, _ := serveRepo(t, repo, indexVariant{json: true}, 0)
-	f := repo.files[0]
+	srv, _ := repo.Serve(t, pt.Variant{JSON: true}, 0)
+	f := repo.Files[0]
 	c := newTestCache(t, CacheOptions{})
 	tests := []struct {
 		name string
@@ -325,10 +327,10 @@ func TestFetchErrors(t *testing.T) {
 		kind Kind
 	}{
 		{"no sha256", PlanFile{Name: "a", Version: "1", Filename: "a-1-py3-none-any.whl", Source: srv.URL + "/files/x"}, KindInvalid},
-		{"bad file name", PlanFile{Name: "a", Version: "1", Filename: "../evil.whl", Source: srv.URL + "/files/x", SHA256: f.sha}, KindInvalid},
-		{"missing on the server", PlanFile{Name: "a", Version: "1", Filename: "a-1-py3-none-any.whl", Source: srv.URL + "/files/nope.whl", SHA256: f.sha}, KindNotFound},
-		{"server down", PlanFile{Name: "a", Version: "1", Filename: "a-1-py3-none-any.whl", Source: "http://127.0.0.1:1/a.whl", SHA256: f.sha}, KindUnreachable},
-		{"wrong size", PlanFile{Name: "alpha", Version: "1.0", Filename: f.filename, Source: srv.URL + "/files/" + f.filename, SHA256: f.sha, Size: 3}, KindHashMismatch},
+		{"bad file name", PlanFile{Name: "a", Version: "1", Filename: "../evil.whl", Source: srv.URL + "/files/x", SHA256: f.SHA256}, KindInvalid},
+		{"missing on the server", PlanFile{Name: "a", Version: "1", Filename: "a-1-py3-none-any.whl", Source: srv.URL + "/files/nope.whl", SHA256: f.SHA256}, KindNotFound},
+		{"server down", PlanFile{Name: "a", Version: "1", Filename: "a-1-py3-none-any.whl", Source: "http://127.0.0.1:1/a.whl", SHA256: f.SHA256}, KindUnreachable},
+		{"wrong size", PlanFile{Name: "alpha", Version: "1.0", Filename: f.Filename, Source: srv.URL + "/files/" + f.Filename, SHA256: f.SHA256, Size: 3}, KindHashMismatch},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -339,7 +341,7 @@ func TestFetchErrors(t *testing.T) {
 	t.Run("cancelled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		pf := PlanFile{Name: "alpha", Version: "1.0", Filename: f.filename, Source: srv.URL + "/files/" + f.filename, SHA256: f.sha}
+		pf := PlanFile{Name: "alpha", Version: "1.0", Filename: f.Filename, Source: srv.URL + "/files/" + f.Filename, SHA256: f.SHA256}
 		if _, err := c.FetchFile(ctx, pf); err != context.Canceled {
 			t.Fatalf("err = %v, want context.Canceled", err)
 		}

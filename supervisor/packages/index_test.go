@@ -1,6 +1,8 @@
 package packages
 
 import (
+	pt "github.com/mcp-run-python/mcp-run-python/supervisor/packages/packagestest"
+
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -73,9 +75,9 @@ func TestParseHTMLPage(t *testing.T) {
 
 func TestIndexProject(t *testing.T) {
 	repo := standardRepo(t)
-	for _, v := range allVariants() {
+	for _, v := range pt.AllVariants() {
 		t.Run(v.String(), func(t *testing.T) {
-			ix, err := NewIndex(indexLocation(t, repo, v), nil)
+			ix, err := NewIndex(repo.Location(t, v), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -84,7 +86,7 @@ func TestIndexProject(t *testing.T) {
 				t.Fatal(err)
 			}
 			if p.Name != "beta" || len(p.Files) != 1 || p.Files[0].Filename != "beta-1.0-py3-none-any.whl" ||
-				(p.Files[0].MetadataURL != "") != v.metadata {
+				(p.Files[0].MetadataURL != "") != v.Metadata {
 				t.Fatalf("project: %+v", p)
 			}
 			md, err := ix.Metadata(testContext(t), p.Files[0])
@@ -104,8 +106,8 @@ func TestIndexProject(t *testing.T) {
 
 func TestIndexMetadataFallback(t *testing.T) {
 	repo := standardRepo(t)
-	v := indexVariant{json: true, metadata: true}
-	dir := writeRepo(t, repo, v)
+	v := pt.Variant{JSON: true, Metadata: true}
+	dir := repo.Write(t, v)
 	// The page promises a metadata file that is not there: read the wheel.
 	if err := os.Remove(filepath.Join(dir, "files", "beta-1.0-py3-none-any.whl.metadata")); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,22 @@ import (
 	"strings"
 )
 
+// DefaultIndexURL is PyPI's simple API, the default package index.
+const DefaultIndexURL = "https://pypi.org/simple/"
+
+// PyodideHostURL returns where the packages of a Pyodide release are
+// published, the host Pyodide's own loadPackage falls back to.
+func PyodideHostURL(version string) string {
+	return "https://cdn.jsdelivr.net/pyodide/v" + version + "/full/"
+}
+
+// CheckLocation reports whether s can serve as an index or package host:
+// an http(s) URL, a file:// URL or a local directory.
+func CheckLocation(s string) error {
+	_, err := parseLocation(s)
+	return err
+}
+
 // errNotFound marks a file or page that does not exist (HTTP 404/410 or a
 // missing local file). It is a sentinel, never mutated.
 var errNotFound = errors.New("not found")

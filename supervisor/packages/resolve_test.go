@@ -1,6 +1,8 @@
 package packages
 
 import (
+	pt "github.com/mcp-run-python/mcp-run-python/supervisor/packages/packagestest"
+
 	"errors"
 	"os"
 	"path/filepath"
@@ -19,13 +21,13 @@ func planNames(p Plan) []string {
 
 // newTestResolver builds a resolver over the standard repo served as v,
 // with the test lock served the same way (directory or HTTP).
-func newTestResolver(t *testing.T, repo *testRepo, v indexVariant, cache *Cache) *Resolver {
+func newTestResolver(t *testing.T, repo *pt.Repo, v pt.Variant, cache *Cache) *Resolver {
 	t.Helper()
 	tl := makeLock(t)
 	r, err := NewResolver(Config{
 		Lock:       tl.parsed(t),
-		PyodideURL: tl.location(t, v.dir),
-		IndexURL:   indexLocation(t, repo, v),
+		PyodideURL: tl.location(t, v.Dir),
+		IndexURL:   repo.Location(t, v),
 		Cache:      cache,
 	})
 	if err != nil {
@@ -121,7 +123,7 @@ func TestResolve(t *testing.T) {
 		{name: "direct URL", reqs: []string{"alpha @ file:///nonexistent/alpha.whl"}, kind: KindInvalid, msg: "direct URL"},
 	}
 	repo := standardRepo(t)
-	for _, v := range allVariants() {
+	for _, v := range pt.AllVariants() {
 		t.Run(v.String(), func(t *testing.T) {
 			r := newTestResolver(t, repo, v, newTestCache(t, CacheOptions{}))
 			for _, tc := range tests {
@@ -148,7 +150,7 @@ func TestResolve(t *testing.T) {
 
 func TestResolvePlanDetails(t *testing.T) {
 	repo := standardRepo(t)
-	for _, v := range []indexVariant{{json: true, metadata: true}, {dir: true}} {
+	for _, v := range []pt.Variant{{JSON: true, Metadata: true}, {Dir: true}} {
 		t.Run(v.String(), func(t *testing.T) {
 			var lines []string
 			r := newTestResolver(t, repo, v, nil).WithProgress(func(s string) { lines = append(lines, s) })
@@ -164,7 +166,7 @@ func TestResolvePlanDetails(t *testing.T) {
 				pn.InstallDir != "site" || pn.PackageType != TypePackage {
 				t.Errorf("pnative: %+v", pn)
 			}
-			if v.json && pn.Size == 0 {
+			if v.JSON && pn.Size == 0 {
 				t.Errorf("pnative: size not taken from the JSON index: %+v", pn)
 			}
 			if lib.Origin != OriginLock || lib.PackageType != TypeSharedLibrary || lib.InstallDir != "dynlib" {
@@ -177,7 +179,7 @@ func TestResolvePlanDetails(t *testing.T) {
 				if !sha256RE.MatchString(f.SHA256) {
 					t.Errorf("%s: sha256 %q", f.Filename, f.SHA256)
 				}
-				if v.dir {
+				if v.Dir {
 					if !filepath.IsAbs(f.Source) {
 						t.Errorf("%s: source %q is not an absolute path", f.Filename, f.Source)
 					} else if _, err := os.Stat(f.Source); err != nil {
@@ -196,7 +198,7 @@ func TestResolvePlanDetails(t *testing.T) {
 
 func TestResolveIndexDown(t *testing.T) {
 	repo := standardRepo(t)
-	srv, _ := serveRepo(t, repo, indexVariant{json: true}, 0)
+	srv, _ := repo.Serve(t, pt.Variant{JSON: true}, 0)
 	url := srv.URL + "/simple/"
 	srv.Close()
 	r, err := NewResolver(Config{IndexURL: url})

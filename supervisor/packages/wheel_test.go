@@ -1,6 +1,8 @@
 package packages
 
 import (
+	pt "github.com/mcp-run-python/mcp-run-python/supervisor/packages/packagestest"
+
 	"bytes"
 	"reflect"
 	"testing"
@@ -76,7 +78,7 @@ func TestParseMetadata(t *testing.T) {
 }
 
 func TestWheelMetadata(t *testing.T) {
-	data, _ := makeWheel(t, "My.Pkg", "2.0", "py3-none-any", ">=3.9", []string{"dep>=1", `opt; extra == "fast"`})
+	data, _ := pt.Wheel{Name: "My.Pkg", Version: "2.0", RequiresPython: ">=3.9", Requires: []string{"dep>=1", `opt; extra == "fast"`}}.Build()
 	md, err := wheelMetadata(bytes.NewReader(data), int64(len(data)), "my-pkg")
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,234 @@
+package main_test
+
+// End-to-end tests of package installs: wheels built by the test, served as
+// a simple index on 127.0.0.1 or as a directory, resolved and fetched by the
+// server, installed into the real worker's interpreter.
+//
+//	go test ./cmd/mcp-run-python/ -run Packages -count=1 -v
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	pt "github.com/mcp-run-python/mcp-run-python/supervisor/packages/packagestest"
+)
+
+// packageRepo is the index the package tests install from. Each call makes
+// new wheels (a nonce in their source), so their hashes are new to the
+// shared package cache and the first install really downloads them.
+func packageRepo(t testing.TB) *pt.Repo {
+	t.Helper()
+	nonce := make([]byte, 8)
+	rand.Read(nonce)
+	mark := "# " + hex.EncodeToString(nonce) + "\n"
+	r := &pt.Repo{}
+	r.Add(pt.Wheel{Name: "greet", Version: "1.0", Source: mark + "def hello(name):\n    return f'hello {name}'\n"})
+	r.Add(pt.Wheel{Name: "greet", Version: "2.0", Requires: []string{
+		"colorlib>=1.1",
+		`sparkle; extra == "fancy"`,
+		`emscripten-only; sys_platform == "emscripten"`,
+		`linux-only; sys_platform == "linux"`, // not in the index: must be skipped
+	}, Source: mark + "from colorlib import paint\ndef hello(name):\n    return paint(f'hello {name}')\n"})
+	r.Add(pt.Wheel{Name: "colorlib", Version: "1.0", Source: mark + "def paint(s):\n    return s\n"})
+	r.Add(pt.Wheel{Name: "colorlib", Version: "1.1", Source: mark + "def paint(s):\n    return f'*{s}*'\n"})
+	r.Add(pt.Wheel{Name: "sparkle", Version: "0.5", Source: mark + "SPARK = '+'\n"})
+	r.Add(pt.Wheel{Name: "emscripten-only", Version: "1.0", Source: mark})
+	r.Add(pt.Wheel{Name: "native-only", Version: "1.0", Tag: "cp314-cp314-manylinux_2_17_x86_64"})
+	r.AddSdist("native-only", "1.0")
+	r.Add(pt.Wheel{Name: "liar", Version: "1.0", Source: mark}).SHA256 = strings.Repeat("ab", 32)
+	r.Add(pt.Wheel{Name: "burst", Version: "1.0", Source: mark + "N = 7\n"})
+	return r
+}
+
+// sha256Of returns the sha256 of the repo's file with that name.
+func sha256Of(t *testing.T, r *pt.Repo, filename string) string {
+	t.Helper()
+	for _, f := range r.Files {
+		if f.Filename == filename {
+			return pt.SHA256(f.Data)
+		}
+	}
+	t.Fatalf("no file %s", filename)
+	return ""
+}
+
+// pyodideHost is a Pyodide package host with a file the real lock file
+// names, with the wrong content. It returns the directory and that
+// content's sha256.
+func pyodideHost(t *testing.T) (dir, sha string) {
+	t.Helper()
+	dir = t.TempDir()
+	fake, _ := pt.Wheel{Name: "six", Version: "1.17.0", Tag: "py2.py3-none-any"}.Build()
+	if err := os.WriteFile(filepath.Join(dir, "six-1.17.0-py2.py3-none-any.whl"), fake, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, pt.SHA256(fake)
+}
+
+// installError is the XML result of a call whose dependencies deps (as
+// JSON) could not be installed.
+func installError(deps, msg string) string {
+	return "<status>install-error</status>\n<dependencies>[" + deps + "]</dependencies>\n<error>\n" + msg + "\n</error>"
+}
+
+// script is code with a PEP 723 block asking for deps.
+func script(deps, body string) string {
+	return "# /// script\n# dependencies = [" + deps + "]\n# ///\n" + body
+}
+
+// greetCode uses greet and what its dependencies and markers bring.
+const greetCode = `import greet, colorlib, importlib.util
+print(greet.hello('world'))
+print(colorlib.__version__, importlib.util.find_spec('emscripten_only') is not None, importlib.util.find_spec('linux_only') is not None)
+greet.__version__`
+
+func TestPackages(t *testing.T) {
+	s := setup(t)
+	for _, mode := range allModes {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			repo := packageRepo(t)
+			srv, counter := repo.Serve(t, pt.Variant{JSON: true, Metadata: true}, 0)
+			index := srv.URL + "/simple/"
+			host, fakeSix := pyodideHost(t)
+			tg := startTarget(t, s, mode, "--workers", "2", "--index-url", index, "--pyodide-index-url", host)
+			c := tg.connect(t)
+
+			t.Run("script_with_dependency", func(t *testing.T) {
+				code := script(`"greet>=2"`, greetCode)
+				want := "<status>success</status>\n<dependencies>[\"greet>=2\"]</dependencies>\n<output>\n*hello world*\n1.1 True False\n</output>\n<return_value>\n2.0\n</return_value>"
+				c.expectRun(t, code, want)
+				// The same dependencies again: nothing is downloaded, and
+				// no index is asked.
+				before := counter.Total()
+				c.expectRun(t, code, want)
+				if after := counter.Total(); after != before {
+					t.Errorf("the second call made %d requests to the index, want none", after-before)
+				}
+			})
+			cases := []struct{ name, code, want string }{
+				{"inferred_import", "import greet\ngreet.__version__",
+					"<status>success</status>\n<dependencies>[\"greet\"]</dependencies>\n<return_value>\n2.0\n</return_value>"},
+				{"version_pin", script(`"greet==1.0"`, "import greet\nprint(greet.hello('pin'))\ngreet.__version__"),
+					"<status>success</status>\n<dependencies>[\"greet==1.0\"]</dependencies>\n<output>\nhello pin\n</output>\n<return_value>\n1.0\n</return_value>"},
+				{"extras", script(`"greet[fancy]"`, "import sparkle\nsparkle.SPARK"),
+					"<status>success</status>\n<dependencies>[\"greet[fancy]\"]</dependencies>\n<return_value>\n+\n</return_value>"},
+				{"false_marker_skipped", script(`"linux-only; sys_platform == 'linux'"`, "1"),
+					"<status>success</status>\n<dependencies>[\"linux-only; sys_platform == 'linux'\"]</dependencies>\n<return_value>\n1\n</return_value>"},
+				{"script_without_dependencies", "# /// script\n# requires-python = \">=3.12\"\n# ///\nimport not_installed",
+					"<status>run-error</status>\n<error>\nTraceback (most recent call last):\n  File \"main.py\", line 4, in <module>\n    import not_installed\nModuleNotFoundError: No module named 'not_installed'\n\n</error>"},
+				{"unknown_package", script(`"no-such-package>=1"`, "1"), installError(`"no-such-package>=1"`,
+					`cannot install "no-such-package>=1": no package named no-such-package on the index `+index)},
+				{"unknown_import", "import no_such_module", installError(`"no_such_module"`,
+					`cannot install "no_such_module": no package named no-such-module on the index `+index)},
+				{"no_compatible_wheel", script(`"native-only"`, "1"), installError(`"native-only"`,
+					`cannot install "native-only": no file of native-only 1.0 can be installed in Pyodide (native_only-1.0-cp314-cp314-manylinux_2_17_x86_64.whl: built for another platform; native-only-1.0.tar.gz: a source distribution, not a wheel); Pyodide needs pure-Python wheels (py3-none-any) or wheels built for pyemscripten_2026_0_wasm32`)},
+				{"hash_mismatch_index", script(`"liar"`, "1"), installError(`"liar"`,
+					`cannot install "liar==1.0": liar-1.0-py3-none-any.whl has sha256 `+sha256Of(t, repo, "liar-1.0-py3-none-any.whl")+`, but the package index says `+strings.Repeat("ab", 32)+`; the file was discarded`)},
+				{"hash_mismatch_lock", "import six", installError(`"six"`,
+					`cannot install "six==1.17.0": six-1.17.0-py2.py3-none-any.whl has sha256 `+fakeSix+`, but the Pyodide lock file says 228c50f73aa7addf2c2ccf2979c256802a59ab69cad8152b31b9443cc8140f42; the file was discarded`)},
+				{"pin_conflicts_with_pyodide", script(`"six<1"`, "1"), installError(`"six<1"`,
+					`cannot install "six<1": Pyodide ships six 1.17.0 and cannot install another version of it`)},
+				{"invalid_script_block", "# /// script\n# dependencies = 'greet'\n# ///\n1",
+					"<status>install-error</status>\n<error>\nPEP 723 script block: dependencies must be a list of strings, not a string\n</error>"},
+			}
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					c.expectRun(t, tc.code, tc.want)
+				})
+			}
+			t.Run("concurrent_calls_share_a_download", func(t *testing.T) {
+				var wg sync.WaitGroup
+				for range 4 {
+					wg.Go(func() {
+						c.expectRun(t, script(`"burst"`, "import burst\nburst.N"),
+							"<status>success</status>\n<dependencies>[\"burst\"]</dependencies>\n<return_value>\n7\n</return_value>")
+					})
+				}
+				wg.Wait()
+				if n := counter.Get("/files/burst-1.0-py3-none-any.whl"); n != 1 {
+					t.Errorf("the wheel was downloaded %d times, want once", n)
+				}
+			})
+		})
+	}
+}
+
+func TestPackagesLogProgressAndFailures(t *testing.T) {
+	s := setup(t)
+	repo := packageRepo(t)
+	tg := startTarget(t, s, modeStdio, "--index-url", repo.Location(t, pt.Variant{JSON: true}))
+	c := tg.connect(t)
+	c.setLevel(t, mcp.LoggingLevelDebug)
+	c.run(t, script(`"greet"`, "1"))
+	c.run(t, script(`"no-such-package"`, "1"))
+	var debug, errs []string
+	for _, m := range c.logged() {
+		switch m.Level {
+		case mcp.LoggingLevelDebug:
+			debug = append(debug, m.Data)
+		case mcp.LoggingLevelError:
+			errs = append(errs, m.Data)
+		}
+	}
+	if len(debug) == 0 || !strings.HasPrefix(debug[0], "resolving greet") {
+		t.Errorf("debug logs %q, want install progress starting with the resolution", debug)
+	}
+	if len(errs) != 1 || !strings.HasPrefix(errs[0], `cannot install "no-such-package"`) {
+		t.Errorf("error logs %q, want the install failure", errs)
+	}
+}
+
+// TestPackagesFromDirectoryAndDeps installs from an index laid out as a
+// directory, with --deps installed into every interpreter.
+func TestPackagesFromDirectoryAndDeps(t *testing.T) {
+	s := setup(t)
+	repo := packageRepo(t)
+	dir := repo.Write(t, pt.Variant{})
+	tg := startTarget(t, s, modeStdio, "--index-url", filepath.Join(dir, "simple"), "--deps", "colorlib==1.0")
+	c := tg.connect(t)
+	// --deps are there without being asked for, and not listed.
+	c.expectRun(t, "import colorlib\ncolorlib.__version__", "<status>success</status>\n<return_value>\n1.0\n</return_value>")
+	// A script's dependencies are resolved together with --deps.
+	// The resolver does not backtrack: it says what clashes rather than
+	// fall back to an older greet.
+	c.expectRun(t, script(`"greet"`, "import greet\ngreet.__version__"), installError(`"greet"`,
+		`cannot install "colorlib>=1.1": required by greet 2.0, but colorlib 1.0 was already chosen for "colorlib==1.0"`))
+	c.expectRun(t, script(`"greet<2"`, "import greet, colorlib\ngreet.__version__, colorlib.__version__"),
+		"<status>success</status>\n<dependencies>[\"greet<2\"]</dependencies>\n<return_value>\n[\n  \"1.0\",\n  \"1.0\"\n]\n</return_value>")
+}
+
+// TestPackagesOfflineAndIndexDown: an index that cannot be reached is an
+// install-error naming it; offline, what the cache holds installs and what it
+// does not is an install-error.
+func TestPackagesOfflineAndIndexDown(t *testing.T) {
+	s := setup(t)
+	repo := packageRepo(t)
+	srv, _ := repo.Serve(t, pt.Variant{JSON: true, Metadata: true}, 0)
+	index := srv.URL + "/simple/"
+
+	online := startTarget(t, s, modeStdio, "--index-url", index).connect(t)
+	online.expectRun(t, script(`"greet==1.0"`, "import greet\ngreet.__version__"),
+		"<status>success</status>\n<dependencies>[\"greet==1.0\"]</dependencies>\n<return_value>\n1.0\n</return_value>")
+	srv.Close()
+
+	down := startTarget(t, s, modeStdio, "--index-url", index).connect(t)
+	down.expectRun(t, script(`"greet==1.0"`, "1"), installError(`"greet==1.0"`,
+		`cannot install "greet==1.0": cannot look up greet: cannot reach `+index+`greet/: dial tcp `+strings.TrimPrefix(srv.URL, "http://")+`: connect: connection refused`))
+	down.expectWorks(t)
+
+	offline := startTarget(t, s, modeStdio, "--index-url", index, "--offline").connect(t)
+	offline.expectRun(t, script(`"greet==1.0"`, "import greet\ngreet.__version__"),
+		"<status>success</status>\n<dependencies>[\"greet==1.0\"]</dependencies>\n<return_value>\n1.0\n</return_value>")
+	offline.expectRun(t, script(`"greet==2.0"`, "1"), installError(`"greet==2.0"`,
+		`cannot install "greet==2.0": offline mode, and greet-2.0-py3-none-any.whl is not in the package cache `+filepath.Join(s.cacheDir, "packages")))
+	offline.expectWorks(t)
+}

@@ -1,0 +1,185 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/js"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
+)
+
+// planTTL is how long a resolved set of requirements is reused. Within it,
+// calls with the same requirements ask no index at all; after it, newer
+// releases are seen.
+const planTTL = 10 * time.Minute
+
+// installer resolves, fetches and installs the packages of calls. It works
+// on the trusted side: the index, the package host and the cache are its
+// alone, and workers get the files' bytes over the bridge, so user code needs
+// neither network nor file access for its dependencies.
+type installer struct {
+	resolver *packages.Resolver
+	cache    *packages.Cache
+	imports  map[string]string // import name → package name, from Pyodide's lock file
+	deps     []string          // --deps, for every call
+	depNames []string          // their normalized package names
+	log      *zap.Logger
+
+	mu    sync.Mutex
+	plans map[string]resolved
+}
+
+type resolved struct {
+	plan packages.Plan
+	at   time.Time
+}
+
+// newInstaller reads the lock file of the installed Pyodide and sets up the
+// resolver and the package cache under the cache directory.
+func newInstaller(cfg Config, pyodideDir string, log *zap.Logger) (*installer, error) {
+	lock, err := packages.ReadLock(filepath.Join(pyodideDir, "pyodide-lock.json"))
+	if err != nil {
+		return nil, err
+	}
+	cache, err := packages.NewCache(filepath.Join(cfg.CacheDir, "packages"), packages.CacheOptions{Offline: cfg.Offline})
+	if err != nil {
+		return nil, err
+	}
+	host := cfg.PyodideIndexURL
+	if host == "" {
+		version, err := js.PyodideVersion()
+		if err != nil {
+			return nil, err
+		}
+		host = packages.PyodideHostURL(version)
+	}
+	index := cfg.IndexURL
+	if index == "" {
+		index = packages.DefaultIndexURL
+	}
+	resolver, err := packages.NewResolver(packages.Config{Lock: lock, PyodideURL: host, IndexURL: index, Cache: cache})
+	if err != nil {
+		return nil, err
+	}
+	in := &installer{
+		resolver: resolver,
+		cache:    cache,
+		imports:  lock.ImportTable(),
+		deps:     cfg.Deps,
+		log:      log,
+		plans:    map[string]resolved{},
+	}
+	for _, d := range cfg.Deps {
+		if r, err := packages.ParseRequirement(d); err == nil {
+			in.depNames = append(in.depNames, packages.Normalize(r.Name))
+		}
+	}
+	return in, nil
+}
+
+// lines sends a call's install progress and failures to its log.
+type lines func(bridge.Line)
+
+func (l lines) progress(msg string) {
+	if l != nil {
+		l(bridge.Line{Stream: bridge.Progress, Text: msg})
+	}
+}
+
+// files resolves reqs (after --deps) and returns the files to install, read
+// from the cache, skipping those already installed. A failure is a
+// *packages.Error naming the requirement.
+func (in *installer) files(ctx context.Context, reqs []string, installed map[string]bool, out lines) ([]bridge.Wheel, error) {
+	all := append(slices.Clone(in.deps), reqs...)
+	if len(all) == 0 {
+		return nil, nil
+	}
+	progress := func(msg string) {
+		in.log.Debug(msg)
+		out.progress(msg)
+	}
+	plan, err := in.plan(ctx, all, progress)
+	if err != nil {
+		return nil, err
+	}
+	var todo packages.Plan
+	for _, f := range plan.Files {
+		if !installed[f.Filename] {
+			todo.Files = append(todo.Files, f)
+		}
+	}
+	local, err := in.cache.WithProgress(progress).Fetch(ctx, todo)
+	if err != nil {
+		return nil, err
+	}
+	wheels := make([]bridge.Wheel, len(local))
+	for i, f := range local {
+		data, err := os.ReadFile(f.Path)
+		if err != nil {
+			return nil, fmt.Errorf("read %s from the package cache: %w", f.Filename, err)
+		}
+		wheels[i] = bridge.Wheel{File: bridge.File{Name: f.Filename, InstallDir: f.InstallDir}, Data: data}
+		installed[f.Filename] = true
+	}
+	return wheels, nil
+}
+
+// plan resolves reqs, reusing a plan made for the same requirements within
+// planTTL.
+func (in *installer) plan(ctx context.Context, reqs []string, progress func(string)) (packages.Plan, error) {
+	key := strings.Join(reqs, "\n")
+	in.mu.Lock()
+	r, ok := in.plans[key]
+	in.mu.Unlock()
+	if ok && time.Since(r.at) < planTTL {
+		progress("resolved " + strings.Join(reqs, ", ") + " (as resolved " + time.Since(r.at).Round(time.Second).String() + " ago)")
+		return r.plan, nil
+	}
+	plan, err := in.resolver.WithProgress(progress).Resolve(ctx, reqs)
+	if err != nil {
+		return packages.Plan{}, err
+	}
+	in.mu.Lock()
+	in.plans[key] = resolved{plan, time.Now()}
+	in.mu.Unlock()
+	return plan, nil
+}
+
+// inferred maps the modules code imports that the worker cannot import to
+// the packages to install, leaving out those --deps installs.
+func (in *installer) inferred(ctx context.Context, w *worker, code string) ([]string, error) {
+	// Without the word there is no import statement to find: skip the round trip.
+	if !strings.Contains(code, "import") {
+		return nil, nil
+	}
+	names, err := w.conn.Imports(ctx, code)
+	if err != nil {
+		return nil, fmt.Errorf("find the code's imports: %w", err)
+	}
+	reqs := packages.FromImports(names, nil, in.imports)
+	return slices.DeleteFunc(reqs, func(r string) bool {
+		return slices.Contains(in.depNames, packages.Normalize(r))
+	}), nil
+}
+
+// installError is the result of a call whose packages could not be installed.
+func installError(reqs []string, err error, out lines) bridge.Result {
+	msg := err.Error()
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg = "installing packages did not finish within the time limit"
+	}
+	if out != nil {
+		out(bridge.Line{Stream: bridge.Failure, Text: msg})
+	}
+	return bridge.Result{Status: bridge.StatusInstallError, Dependencies: reqs, Error: msg}
+}
