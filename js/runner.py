@@ -79,8 +79,10 @@ def imports(code: str) -> str:
     """The imports frame: modules code imports that cannot be imported yet."""
     try:
         names = find_imports(code)
-    except SyntaxError:
-        names = []  # the run reports it
+    except Exception:
+        # SyntaxError, or RecursionError and MemoryError for hostile
+        # nesting: the run reports it.
+        names = []
     missing = []
     for name in names:
         try:

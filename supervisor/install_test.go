@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 )
@@ -68,6 +70,22 @@ func TestWorkerImportsAndInstalls(t *testing.T) {
 	res, err := s.call(ctx, w, "import tinypkg\ntinypkg.VALUE", nil)
 	if err != nil || res.Status != bridge.StatusSuccess || string(res.ReturnValue) != `"from a wheel"` {
 		t.Errorf("after the install: %+v, %v", res, err)
+	}
+}
+
+func TestImportsOfCodeThatCannotBeParsed(t *testing.T) {
+	s, w := takeWorker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Nesting deep enough to exhaust the parser, then a syntax error: the
+	// worker answers with no imports and leaves the run to report them.
+	for _, code := range []string{"import a\n" + strings.Repeat("-", 200000) + "1", "import a\nx = ("} {
+		if missing, err := w.conn.Imports(ctx, code); err != nil || len(missing) != 0 {
+			t.Errorf("Imports(%.20q...) = %q, %v; want none", code, missing, err)
+		}
+	}
+	if res, err := s.call(ctx, w, "1", nil); err != nil || res.Status != bridge.StatusSuccess {
+		t.Errorf("run afterwards: %+v, %v", res, err)
 	}
 }
 
