@@ -130,9 +130,11 @@ del _m, _mcp_source
 async function serve(init: Init) {
   const { py, restored } = await load(init);
   if (init.makeSnapshot) {
-    // One throwaway run first: the code paths and imports of a run are then
-    // part of the snapshot, and every call skips their first-use costs.
+    // One throwaway run and install first: the code paths and imports of a
+    // run and of an install are then part of the snapshot, and every call
+    // skips their first-use costs.
     await py.runPythonAsync(`import _mcp_runner, platform
+_mcp_runner.warm_install()
 await _mcp_runner.run("import asyncio\\nawait asyncio.sleep(0)\\n1 + 1")
 platform.python_version()`);
     send(py.makeMemorySnapshot());
