@@ -9,6 +9,8 @@ package main_test
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,13 +93,19 @@ greet.__version__`
 
 func TestPackages(t *testing.T) {
 	s := setup(t)
-	for _, mode := range allModes {
+	for i, mode := range allModes {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			repo := packageRepo(t)
 			srv, counter := repo.Serve(t, pt.Variant{JSON: true, Metadata: true}, 0)
 			index := srv.URL + "/simple/"
 			host, fakeSix := pyodideHost(t)
+			if i%2 == 1 {
+				// Half of the transports get the Pyodide host over HTTP.
+				hostSrv := httptest.NewServer(http.FileServer(http.Dir(host)))
+				t.Cleanup(hostSrv.Close)
+				host = hostSrv.URL + "/"
+			}
 			tg := startTarget(t, s, mode, "--workers", "2", "--index-url", index, "--pyodide-index-url", host)
 			c := tg.connect(t)
 
