@@ -11,10 +11,12 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -661,13 +663,15 @@ func sampleCPU(t *testing.T, pid int) map[int]int64 {
 }
 
 // waitIdleWorkers polls until server pid has n deno children that all sit
-// idle (warm, waiting for a call) for three samples in a row.
-func waitIdleWorkers(t *testing.T, pid, n int) {
+// idle (warm, waiting for a call) for three samples in a row, and returns
+// their pids.
+func waitIdleWorkers(t *testing.T, pid, n int) []int {
 	t.Helper()
 	deadline := time.Now().Add(startTimeout)
 	quiet := 0
+	var used map[int]int64
 	for quiet < 3 {
-		used := sampleCPU(t, pid)
+		used = sampleCPU(t, pid)
 		idle := len(used) == n
 		for _, ticks := range used {
 			if ticks > 1 {
@@ -683,12 +687,15 @@ func waitIdleWorkers(t *testing.T, pid, n int) {
 			t.Fatalf("server %d: deno workers not idle after %v: ticks per %v: %v", pid, startTimeout, cpuSample, used)
 		}
 	}
+	return slices.Collect(maps.Keys(used))
 }
 
 // busyWorker polls until exactly one deno child of pid burns CPU in two
 // samples in a row, and returns it. Idle workers use no CPU at all; the
-// threshold, a fifth of a core, leaves room for a loaded machine.
-func busyWorker(t *testing.T, pid int, done <-chan struct{}) int {
+// threshold, a fifth of a core, leaves room for a loaded machine. With
+// among, only those pids count: a replacement worker booting on a loaded
+// machine can burn more CPU than a starved busy one.
+func busyWorker(t *testing.T, pid int, done <-chan struct{}, among ...int) int {
 	t.Helper()
 	deadline := time.Now().Add(startTimeout)
 	last := 0
@@ -701,6 +708,9 @@ func busyWorker(t *testing.T, pid int, done <-chan struct{}) int {
 		used := sampleCPU(t, pid)
 		var busy []int
 		for p, ticks := range used {
+			if len(among) > 0 && !slices.Contains(among, p) {
+				continue
+			}
 			if ticks*int64(time.Second/cpuSample) >= 20 { // of 100 ticks a second
 				busy = append(busy, p)
 			}

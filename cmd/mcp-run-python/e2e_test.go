@@ -446,7 +446,7 @@ func testOSExit(t *testing.T, _ *e2eSetup, _ *target, c *e2eClient) {
 
 // testWorkerKilled kills the worker running a call from outside.
 func testWorkerKilled(t *testing.T, _ *e2eSetup, _ *target, c *e2eClient) {
-	waitIdleWorkers(t, c.pid, sharedWorkers)
+	idle := waitIdleWorkers(t, c.pid, sharedWorkers)
 	done := make(chan struct{})
 	var res *mcp.CallToolResult
 	var err error
@@ -457,7 +457,7 @@ func testWorkerKilled(t *testing.T, _ *e2eSetup, _ *target, c *e2eClient) {
 		res, err = c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: toolName,
 			Arguments: map[string]any{"python_code": "print('kill marker', flush=True)\nwhile True:\n    pass"}}})
 	}()
-	pid := busyWorker(t, c.pid, done)
+	pid := busyWorker(t, c.pid, done, idle...)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill worker %d: %v", pid, err)
 	}
