@@ -28,41 +28,46 @@ import (
 	"time"
 )
 
-// hostileNet names the server a probe runs on.
-type hostileNet int
+// hostileServer names the server a probe runs on.
+type hostileServer int
 
 const (
-	netDefault hostileNet = iota // user code may use the network, as upstream
-	netOff                       // --disable-networking
-	netAllow                     // --allow-net for the local service only
+	serverDefault   hostileServer = iota // user code may use the network, as upstream
+	serverOffline                        // --disable-networking
+	serverAllowNet                       // --allow-net for the local service only
+	serverImpatient                      // a short time limit, for code that will not stop
 )
 
 // hostileCase is one probe. Its code may name the places it attacks with
-// the placeholders of hostileEnv.replacer; the same placeholders stand for
+// the placeholders of hostileEnv.pairs; the same placeholders stand for
 // them in the golden file.
 type hostileCase struct {
-	name string
-	net  hostileNet
-	code string
+	name   string
+	server hostileServer
+	code   string
 	// check, when set, runs after the probe.
 	check func(t *testing.T, w hostileWorld)
 }
 
-// Limits of the hostile servers: low, so that bombs and endless loops end
-// fast, but with room for Pyodide itself.
+// Limits of the hostile servers: low, so that bombs end fast, but with room
+// for Pyodide itself, and time for a bomb to reach the memory limit on a
+// loaded machine.
 var hostileArgs = []string{
-	"--queue", "100", "--timeout", "4s", "--grace", "500ms",
+	"--queue", "100", "--timeout", "8s", "--grace", "1s",
 	"--output-limit", "4KiB", "--memory-limit", "768MiB",
 }
 
+// TestHostile runs the corpus of hostileCases; see the top of this file.
 func TestHostile(t *testing.T) {
 	s := setup(t)
 	local := startLocalService(t, "hello from a local service")
 	other := startLocalService(t, "hello from another local service")
-	evil := filepath.Join(t.TempDir(), "evil.js")
+	dir := t.TempDir()
+	evil := filepath.Join(dir, "evil.js")
 	if err := os.WriteFile(evil, []byte("export const pwned = true;\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	socket := unixService(t, filepath.Join(dir, "service.sock"))
 	pyodide, err := pyodideDir(s.cacheDir)
 	if err != nil {
 		t.Fatal(err)
@@ -82,13 +87,14 @@ func TestHostile(t *testing.T) {
 	}
 	servers := []struct {
 		name    string
-		net     hostileNet
-		args    []string
+		server  hostileServer
+		args    []string // after hostileArgs, so they win
 		workers int
 	}{
-		{"default", netDefault, nil, 3},
-		{"no_network", netOff, []string{"--disable-networking"}, 2},
-		{"allow_net", netAllow, []string{"--allow-net", local.addr}, 2},
+		{"default", serverDefault, nil, 3},
+		{"no_network", serverOffline, []string{"--disable-networking"}, 2},
+		{"allow_net", serverAllowNet, []string{"--allow-net", local.addr}, 2},
+		{"short_timeout", serverImpatient, []string{"--timeout", "2s", "--grace", "500ms"}, 2},
 	}
 	start := time.Now()
 	t.Cleanup(func() {
@@ -112,6 +118,7 @@ func TestHostile(t *testing.T) {
 				local:   local.addr,
 				other:   other.addr,
 				evil:    evil,
+				socket:  socket,
 			}
 			// Probes run from goroutines of their own rather than with
 			// t.Parallel, which -parallel caps at GOMAXPROCS: most of a
@@ -133,7 +140,7 @@ func TestHostile(t *testing.T) {
 				})
 			}
 			for _, tc := range cases {
-				if tc.net == srv.net {
+				if tc.server == srv.server {
 					next <- tc
 				}
 			}
@@ -154,19 +161,24 @@ type hostileEnv struct {
 	local   string // host:port of a local HTTP service
 	other   string // host:port of another one
 	evil    string // a JavaScript module outside every allowed path
+	socket  string // a Unix socket a local service listens on
 }
 
 func (e hostileEnv) pairs() []string {
-	// Longest first: the program and Pyodide live inside the cache.
+	// At each place the first match wins: the program and Pyodide, which
+	// live inside the cache, before it; $LOCAL_PORT before $LOCAL, its
+	// prefix. A value's port never starts where its address does.
 	return []string{
 		"$PROGRAM", e.program,
 		"$PYODIDE", e.pyodide,
 		"$CACHE", e.cache,
 		"$DENO", e.deno,
 		"$BRIDGE", e.bridge,
+		"$LOCAL_PORT", e.local[strings.LastIndexByte(e.local, ':')+1:],
 		"$LOCAL", e.local,
 		"$OTHER", e.other,
 		"$EVIL", e.evil,
+		"$SOCKET", e.socket,
 	}
 }
 
@@ -193,7 +205,8 @@ func (e hostileEnv) normalise(result string) string {
 }
 
 // localService is an HTTP server on the loopback interface that answers
-// every request with its text, and /mod.js with a JavaScript module.
+// every request with its text, /mod.js with a JavaScript module, and
+// /redirect?to=URL with a redirect there.
 type localService struct {
 	addr string // host:port
 	mu   sync.Mutex
@@ -208,12 +221,15 @@ func startLocalService(t *testing.T, text string) *localService {
 		l.mu.Lock()
 		l.hits[r.URL.Path]++
 		l.mu.Unlock()
-		if r.URL.Path == "/mod.js" {
+		switch r.URL.Path {
+		case "/mod.js":
 			w.Header().Set("Content-Type", "text/javascript")
 			fmt.Fprintln(w, "export const pwned = true;")
-			return
+		case "/redirect":
+			http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
+		default:
+			fmt.Fprint(w, text)
 		}
-		fmt.Fprint(w, text)
 	}))
 	t.Cleanup(srv.Close)
 	l.addr = strings.TrimPrefix(srv.URL, "http://")
@@ -240,6 +256,28 @@ func moduleNeverFetched(t *testing.T, w hostileWorld) {
 	if n := w.local.requests("/mod.js"); n != 0 {
 		t.Errorf("the local service served /mod.js %d times", n)
 	}
+}
+
+// unixService listens on a Unix socket at path, as the Docker daemon does,
+// and greets whoever connects; it returns path.
+func unixService(t *testing.T, path string) string {
+	t.Helper()
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return // closed
+			}
+			fmt.Fprintln(conn, "hello from a unix socket")
+			_ = conn.Close()
+		}
+	}()
+	return path
 }
 
 // pyodideDir returns the Pyodide package of the cache, as workers read it.
@@ -400,25 +438,29 @@ await failed`},
 		// The network: by default user code reaches it, as upstream; the
 		// bridge still takes only a worker's own secret.
 		{name: "net_default_local_service", code: "import js\nr = await js.fetch('http://$LOCAL/')\nawait r.text()"},
+		{name: "unix_socket", code: "import js\nawait js.Deno.connect(js.eval(\"({transport: 'unix', path: '$SOCKET'})\"))"},
+		{name: "vsock", code: "import js\nawait js.Deno.connect(js.eval(\"({transport: 'vsock', cid: 1, port: 1234})\"))"},
 		{name: "bridge_forged_hello", code: bridgeProbe(`{"type": "hello", "secret": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}`),
 			check: refusedAndLogged("with an unknown or used secret")},
 		{name: "bridge_no_hello", code: bridgeProbe(`{"type": "result", "status": "success"}`),
 			check: refusedAndLogged("without a valid hello")},
 
 		// --disable-networking: nothing to reach, not even the bridge.
-		{name: "off_fetch_local_service", net: netOff, code: "import js\nawait js.fetch('http://$LOCAL/')"},
-		{name: "off_fetch_bridge", net: netOff, code: "import js\nawait js.fetch('http://$BRIDGE/')"},
-		{name: "off_websocket_bridge", net: netOff, code: "import js\njs.WebSocket.new('ws://$BRIDGE/')"},
-		{name: "off_connect_bridge", net: netOff, code: "import js\nawait js.Deno.connect(js.eval(\"({hostname: '127.0.0.1', port: Number('$BRIDGE'.split(':')[1])})\"))"},
-		{name: "off_listen", net: netOff, code: "import js\njs.Deno.listen(js.eval(\"({hostname: '127.0.0.1', port: 0})\"))"},
-		{name: "off_resolve_dns", net: netOff, code: "import js\nawait js.Deno.resolveDns('localhost', 'A', js.eval(\"({nameServer: {ipAddr: '127.0.0.1', port: 53}})\"))"},
-		{name: "off_pyfetch", net: netOff, code: "from pyodide.http import pyfetch\nawait pyfetch('http://$OTHER/')"},
+		{name: "off_fetch_local_service", server: serverOffline, code: "import js\nawait js.fetch('http://$LOCAL/')"},
+		{name: "off_fetch_bridge", server: serverOffline, code: "import js\nawait js.fetch('http://$BRIDGE/')"},
+		{name: "off_websocket_bridge", server: serverOffline, code: "import js\njs.WebSocket.new('ws://$BRIDGE/')"},
+		{name: "off_connect_bridge", server: serverOffline, code: "import js\nawait js.Deno.connect(js.eval(\"({hostname: '127.0.0.1', port: Number('$BRIDGE'.split(':')[1])})\"))"},
+		{name: "off_listen", server: serverOffline, code: "import js\njs.Deno.listen(js.eval(\"({hostname: '127.0.0.1', port: 0})\"))"},
+		{name: "off_resolve_dns", server: serverOffline, code: "import js\nawait js.Deno.resolveDns('localhost', 'A', js.eval(\"({nameServer: {ipAddr: '127.0.0.1', port: 53}})\"))"},
+		{name: "off_pyfetch", server: serverOffline, code: "from pyodide.http import pyfetch\nawait pyfetch('http://$OTHER/')"},
 
 		// --allow-net for one local port: that port only.
-		{name: "allow_fetch_allowed", net: netAllow, code: "import js\nr = await js.fetch('http://$LOCAL/')\nawait r.text()"},
-		{name: "allow_fetch_other_port", net: netAllow, code: "import js\nawait js.fetch('http://$OTHER/')"},
-		{name: "allow_fetch_bridge", net: netAllow, code: "import js\nawait js.fetch('http://$BRIDGE/')"},
-		{name: "allow_websocket_bridge", net: netAllow, code: "import js\njs.WebSocket.new('ws://$BRIDGE/')"},
+		{name: "allow_fetch_allowed", server: serverAllowNet, code: "import js\nr = await js.fetch('http://$LOCAL/')\nawait r.text()"},
+		{name: "allow_fetch_other_port", server: serverAllowNet, code: "import js\nawait js.fetch('http://$OTHER/')"},
+		{name: "allow_redirect_to_other_port", server: serverAllowNet, code: "import js\nawait js.fetch('http://$LOCAL/redirect?to=http://$OTHER/')"},
+		{name: "allow_fetch_localhost_alias", server: serverAllowNet, code: "import js\nawait js.fetch('http://localhost:$LOCAL_PORT/')"},
+		{name: "allow_fetch_bridge", server: serverAllowNet, code: "import js\nawait js.fetch('http://$BRIDGE/')"},
+		{name: "allow_websocket_bridge", server: serverAllowNet, code: "import js\njs.WebSocket.new('ws://$BRIDGE/')"},
 
 		// Frames forged from Python: the runner's postMessage reaches the
 		// bridge, so Go checks every frame, and a forgery only ever concerns
@@ -430,12 +472,12 @@ await failed`},
 		{name: "forge_fatal", code: "import js\njs.postMessage('{\"type\": \"fatal\", \"error\": \"forged\"}')"},
 		{name: "forge_output_past_limit", code: "import js, json\njs.postMessage(json.dumps({'type': 'output', 'stream': 'stdout', 'lines': ['x' * 100] * 1000}))\n'done'"},
 		{name: "forge_huge_frame", code: "import js\njs.postMessage('x' * (80 << 20))"},
-		{name: "forge_globals", code: "import js\njs.eval(\"globalThis.postMessage = () => {}; self.onmessage = null; Deno.exit = () => {}\")\nprint('replaced')\n'still delivered'"},
-		{name: "runner_close", code: "import js\njs.close()\n'closed'"},
-		{name: "deno_exit", code: "import js\njs.Deno.exit(0)"},
+		{name: "forge_globals", server: serverImpatient, code: "import js\njs.eval(\"globalThis.postMessage = () => {}; self.onmessage = null; Deno.exit = () => {}\")\nprint('replaced')\n'still delivered'"},
+		{name: "runner_close", server: serverImpatient, code: "import js\njs.close()\n'closed'"},
+		{name: "deno_exit", server: serverImpatient, code: "import js\njs.Deno.exit(0)"},
 
 		// Many Web Workers.
-		{name: "many_workers", code: "import js\nfor i in range(64):\n    js.eval(\"new Worker('data:text/javascript,const a = new Uint8Array(64 << 20).fill(1); setInterval(() => a[0]++, 1000)', {type: 'module'})\")\nimport time\ntime.sleep(30)"},
+		{name: "many_workers", code: "import js\nfor i in range(16):\n    js.eval(\"new Worker('data:text/javascript,const a = new Uint8Array(128 << 20).fill(1); setInterval(() => a[0]++, 1000)', {type: 'module'})\")\nimport time\ntime.sleep(30)"},
 
 		// Bombs, recursion, and code that will not stop.
 		{name: "memory_bomb_python", code: "a = []\nwhile True:\n    a.append(bytearray(10**7))"},
@@ -444,10 +486,10 @@ await failed`},
 		{name: "output_bomb_one_line", code: "print('x' * 10_000_000)"},
 		{name: "recursion", code: "def f(n):\n    return f(n + 1)\n\nf(0)"},
 		{name: "recursion_unlimited", code: "import sys\nsys.setrecursionlimit(10**8)\ndef f(n):\n    return f(n + 1)\n\nf(0)"},
-		{name: "keyboard_interrupt_ignored", code: "while True:\n    try:\n        while True:\n            pass\n    except KeyboardInterrupt:\n        pass"},
-		{name: "sigint_ignored", code: "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"},
-		{name: "js_busy_loop", code: "import js\njs.eval('for (;;) {}')"},
-		{name: "asyncio_sleep_forever", code: "import asyncio\nawait asyncio.sleep(10**6)"},
+		{name: "keyboard_interrupt_ignored", server: serverImpatient, code: "while True:\n    try:\n        while True:\n            pass\n    except KeyboardInterrupt:\n        pass"},
+		{name: "sigint_ignored", server: serverImpatient, code: "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"},
+		{name: "js_busy_loop", server: serverImpatient, code: "import js\njs.eval('for (;;) {}')"},
+		{name: "asyncio_sleep_forever", server: serverImpatient, code: "import asyncio\nawait asyncio.sleep(10**6)"},
 
 		// The standard streams.
 		{name: "close_stdout", code: "import sys\nprint('before')\nsys.stdout.close()\nprint('after')"},
