@@ -71,8 +71,13 @@ def _failure(e: BaseException) -> str:
 
 
 def _flush() -> None:
-    sys.stdout.flush()
-    sys.stderr.flush()
+    # The code may have closed or replaced the streams: that is its own
+    # business and must not end the worker before its result is sent.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
 
 
 def imports(code: str) -> str:

@@ -7,7 +7,11 @@
 package permissions
 
 import (
+	"errors"
+	"fmt"
+	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -45,6 +49,10 @@ func Flags(p Policy) []string {
 		"--no-npm",    // no npm: specifier, so nothing can make deno download and write packages
 		"--no-config", // the runtime directory's deno.json is for the trusted install only
 		"--no-lock",
+		// V8's code cache is a database in DENO_DIR that deno writes whatever
+		// --deny-write says; the supervisor also gives workers a DENO_DIR that
+		// cannot exist, for deno's other caches.
+		"--no-code-cache",
 		"--unstable-worker-options", // lets the runner have fewer permissions than the process
 		"--deny-write",
 		"--deny-env",
@@ -116,4 +124,99 @@ func join(entries []string) string {
 		escaped[i] = strings.ReplaceAll(e, ",", ",,")
 	}
 	return strings.Join(escaped, ",")
+}
+
+// ParseHost checks one entry of a network allow list and returns it as deno
+// takes it: a host name, an IPv4 address or a bracketed IPv6 address, each
+// with an optional port (1 to 65535). Names are lower-cased; a bare IPv6
+// address gets its brackets, which deno needs. Schemes, paths, wildcards and
+// Unix sockets are refused: an allow list names hosts, nothing more.
+func ParseHost(entry string) (string, error) {
+	s := strings.TrimSpace(entry)
+	if s == "" {
+		return "", errors.New("empty host")
+	}
+	if strings.Contains(s, "/") {
+		return "", fmt.Errorf("%q: a host such as example.com:443, not a URL or path", entry)
+	}
+	if addr, err := netip.ParseAddr(s); err == nil && addr.Is6() {
+		return ipv6(entry, addr, s)
+	}
+	if rest, ok := strings.CutPrefix(s, "["); ok {
+		inner, port, ok := strings.Cut(rest, "]")
+		if !ok {
+			return "", fmt.Errorf("%q: no closing ] after the IPv6 address", entry)
+		}
+		addr, err := netip.ParseAddr(inner)
+		if err != nil || !addr.Is6() {
+			return "", fmt.Errorf("%q: %q is not an IPv6 address", entry, inner)
+		}
+		bracketed, err := ipv6(entry, addr, inner)
+		if err != nil || port == "" {
+			return bracketed, err
+		}
+		port, ok = strings.CutPrefix(port, ":")
+		if !ok {
+			return "", fmt.Errorf("%q: expected :PORT after the ]", entry)
+		}
+		if err := checkPort(entry, port); err != nil {
+			return "", err
+		}
+		return bracketed + ":" + port, nil
+	}
+	host, port, hasPort := strings.Cut(s, ":")
+	if hasPort {
+		if err := checkPort(entry, port); err != nil {
+			return "", err
+		}
+	}
+	host = strings.ToLower(host)
+	if addr, err := netip.ParseAddr(host); err != nil || !addr.Is4() {
+		if err := checkHostname(entry, host); err != nil {
+			return "", err
+		}
+	}
+	if hasPort {
+		return host + ":" + port, nil
+	}
+	return host, nil
+}
+
+// ipv6 brackets addr, which must carry no zone: deno cannot scope a
+// permission to an interface.
+func ipv6(entry string, addr netip.Addr, text string) (string, error) {
+	if addr.Zone() != "" {
+		return "", fmt.Errorf("%q: IPv6 zones are not supported", entry)
+	}
+	return "[" + strings.ToLower(text) + "]", nil
+}
+
+func checkPort(entry, port string) error {
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || n == 0 || strings.HasPrefix(port, "+") {
+		return fmt.Errorf("%q: port %q is not a number from 1 to 65535", entry, port)
+	}
+	return nil
+}
+
+// checkHostname accepts DNS names (RFC 1123 labels): anything else would be
+// either refused by deno at start or never match a connection.
+func checkHostname(entry, host string) error {
+	last := host[strings.LastIndexByte(host, '.')+1:]
+	if last != "" && strings.Trim(last, "0123456789") == "" {
+		return fmt.Errorf("%q: %q is not an IPv4 address", entry, host)
+	}
+	if len(host) > 253 {
+		return fmt.Errorf("%q: host name longer than 253 characters", entry)
+	}
+	for label := range strings.SplitSeq(host, ".") {
+		ok := len(label) > 0 && len(label) <= 63 && label[0] != '-' && label[len(label)-1] != '-'
+		for _, r := range label {
+			ok = ok && (r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-')
+		}
+		if !ok {
+			return fmt.Errorf("%q: %q is not a host name, an IPv4 address or a bracketed IPv6 address", entry, host)
+		}
+	}
+	return nil
 }

@@ -9,7 +9,7 @@ import (
 
 // lockdown is what every worker process gets whatever its policy.
 var lockdown = []string{
-	"--no-prompt", "--no-remote", "--no-npm", "--no-config", "--no-lock", "--unstable-worker-options",
+	"--no-prompt", "--no-remote", "--no-npm", "--no-config", "--no-lock", "--no-code-cache", "--unstable-worker-options",
 	"--deny-write", "--deny-env", "--deny-run", "--deny-ffi", "--deny-sys", "--deny-import",
 }
 
@@ -107,5 +107,64 @@ func TestFlagsDoNotAliasPolicy(t *testing.T) {
 	}
 	if got := p.Network.Hosts[:2]; got[1] != "" {
 		t.Errorf("Flags wrote into the policy's Hosts: %q", got)
+	}
+}
+
+func TestParseHost(t *testing.T) {
+	tests := []struct {
+		entry, want string
+	}{
+		{"example.com", "example.com"},
+		{" Example.COM:443 ", "example.com:443"},
+		{"localhost", "localhost"},
+		{"127.0.0.1", "127.0.0.1"},
+		{"127.0.0.1:8080", "127.0.0.1:8080"},
+		{"a-b.c0.example:65535", "a-b.c0.example:65535"},
+		{"::1", "[::1]"},
+		{"[::1]", "[::1]"},
+		{"[::1]:8080", "[::1]:8080"},
+		{"[2001:DB8::1]:443", "[2001:db8::1]:443"},
+	}
+	for _, tt := range tests {
+		got, err := ParseHost(tt.entry)
+		if err != nil || got != tt.want {
+			t.Errorf("ParseHost(%q) = %q, %v; want %q", tt.entry, got, err, tt.want)
+		}
+	}
+}
+
+func TestParseHostErrors(t *testing.T) {
+	tests := []struct {
+		entry, mention string
+	}{
+		{"", "empty host"},
+		{"   ", "empty host"},
+		{"http://example.com", "not a URL"},
+		{"example.com/path", "not a URL"},
+		{"example.com:0", "1 to 65535"},
+		{"example.com:65536", "1 to 65535"},
+		{"example.com:http", "1 to 65535"},
+		{"example.com:", "1 to 65535"},
+		{"example.com:+80", "1 to 65535"},
+		{"a:b:c", "1 to 65535"},
+		{"*.example.com", "not a host name"},
+		{"a_b.com", "not a host name"},
+		{"-a.com", "not a host name"},
+		{"a..com", "not a host name"},
+		{"1.2.3.4.5", "not an IPv4 address"},
+		{"256.0.0.1", "not an IPv4 address"},
+		{"[::1", "closing ]"},
+		{"[127.0.0.1]:80", "not an IPv6 address"},
+		{"[::1]80", "expected :PORT"},
+		{"[::1]:0", "1 to 65535"},
+		{"fe80::1%eth0", "zones"},
+		{"unix:/run/docker.sock", "not a URL"},
+		{strings.Repeat("a.", 127) + "com", "longer than 253"},
+	}
+	for _, tt := range tests {
+		got, err := ParseHost(tt.entry)
+		if err == nil || !strings.Contains(err.Error(), tt.mention) {
+			t.Errorf("ParseHost(%q) = %q, %v; want an error mentioning %q", tt.entry, got, err, tt.mention)
+		}
 	}
 }

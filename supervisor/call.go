@@ -126,6 +126,11 @@ func crashReason(w *worker, err error) string {
 	// Give the process a moment to be reaped, so the reason can say how it ended.
 	select {
 	case <-w.exited:
+		if w.exitErr == nil && err != nil {
+			// worker.ts exits with 0 when its connection closes, such as
+			// after the bridge refused a frame too big: the error says why.
+			return err.Error()
+		}
 		return w.exitStatus()
 	case <-time.After(time.Second):
 		return err.Error()

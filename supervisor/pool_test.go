@@ -40,9 +40,10 @@ func TestWorkersThatNeverConnect(t *testing.T) {
 	if err := os.WriteFile(flag, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// A start timeout with room for a snapshot restore on a loaded machine,
-	// so that the pool's recovery does not depend on the machine's load.
-	cfg := Config{Deno: deno, CacheDir: testCache(t), Workers: 1, StartTimeout: 2 * time.Second, QueueTimeout: 5 * time.Second}
+	// StartTimeout must fail hanging workers well before the queue times
+	// out, yet let a real worker start on a loaded machine: a worker takes
+	// about 0.5 s on two idle cores.
+	cfg := Config{Deno: deno, CacheDir: testCache(t), Workers: 1, StartTimeout: 2 * time.Second, QueueTimeout: 6 * time.Second}
 	s := New(cfg, zaptest.NewLogger(t))
 	t.Cleanup(func() {
 		if err := s.Close(context.Background()); err != nil {

@@ -38,6 +38,14 @@ type worker struct {
 	stderr []string // last lines, for error messages
 }
 
+// noDenoDir is the DENO_DIR of workers: a directory that cannot exist, as
+// /dev/null is no directory, not even for root. Deno writes its caches
+// (module analysis, transpiled TypeScript, V8 code) into DENO_DIR whatever
+// --deny-write says; a worker that can reach none leaves nothing there for
+// later workers to load. Only the trusted steps use the cache's DENO_DIR.
+// Measured: without the V8 code cache a worker starts about 0.2 s later.
+const noDenoDir = "/dev/null/deno"
+
 // workerConfig is what worker.ts reads from stdin.
 type workerConfig struct {
 	Secret      string                        `json:"secret"`
@@ -61,7 +69,11 @@ func (s *Supervisor) policy(rt *runtimeFiles, makeSnapshot bool) permissions.Pol
 	if !makeSnapshot && rt.snapshot != "" {
 		p.Read = append(p.Read, rt.snapshot)
 	}
-	if !makeSnapshot && s.cfg.Networking {
+	switch {
+	case makeSnapshot || !s.cfg.Networking:
+	case len(s.cfg.AllowNet) > 0:
+		p.Network = permissions.Network{Hosts: s.cfg.AllowNet}
+	default:
 		p.Network = permissions.Network{All: true}
 	}
 	return p
@@ -95,7 +107,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, makeSnapshot b
 
 	args := append([]string{"run"}, permissions.Flags(policy)...)
 	cmd := exec.Command(s.cfg.Deno, append(args, rt.entry)...)
-	cmd.Env = s.denoEnv()
+	cmd.Env = denoEnv(noDenoDir)
 	cmd.Dir = "/"
 	cmd.Stdin = strings.NewReader(string(config))
 	// Out of our process group, so a terminal's Ctrl-C reaches only us and

@@ -225,11 +225,14 @@ func lockDir(dir string) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
+// denoEnv is the environment of the trusted deno processes.
+func (s *Supervisor) denoEnv() []string { return denoEnv(layout{s.cfg.CacheDir}.denoDir()) }
+
 // denoEnv is the whole environment of every deno process: nothing of ours
 // leaks to code that can read it.
-func (s *Supervisor) denoEnv() []string {
+func denoEnv(denoDir string) []string {
 	return []string{
-		"DENO_DIR=" + layout{s.cfg.CacheDir}.denoDir(),
+		"DENO_DIR=" + denoDir,
 		"DENO_NO_UPDATE_CHECK=1",
 		"DENO_NO_PROMPT=1",
 		"NO_COLOR=1",

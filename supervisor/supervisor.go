@@ -28,6 +28,7 @@ type Config struct {
 	MemoryLimit int64         // resident bytes a worker may use; 0 means no limit
 	Deps        []string      // requirements installed into every interpreter
 	Networking  bool          // user code may use the network
+	AllowNet    []string      // with Networking, the only hosts user code may reach (permissions.ParseHost); nil: all
 
 	// IndexURL is the package index (a PyPI-style simple API, as an http(s)
 	// URL or a local directory); "" means packages.DefaultIndexURL.

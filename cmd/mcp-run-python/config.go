@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/mcp-run-python/mcp-run-python/permissions"
 	"github.com/mcp-run-python/mcp-run-python/supervisor"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 )
@@ -127,6 +129,7 @@ type flagValues struct {
 	pyodideIndexURL   string
 	offline           bool
 	disableNetworking bool
+	allowNet          string
 	version           bool
 	help              bool
 	workers           int
@@ -158,6 +161,7 @@ func newFlagSet(v *flagValues) *pflag.FlagSet {
 	fs.StringVar(&v.pyodideIndexURL, "pyodide-index-url", "", "where Pyodide's built-in packages are, as a URL or a local directory (default: the package host of the pinned Pyodide release)")
 	fs.BoolVar(&v.offline, "offline", false, "install packages from the package cache only, never downloading")
 	fs.BoolVar(&v.disableNetworking, "disable-networking", false, "deny Python code access to the network")
+	fs.StringVar(&v.allowNet, "allow-net", "", "comma-separated hosts Python code may reach, and nothing else: host, host:port, [ipv6]:port")
 	fs.IntVar(&v.workers, "workers", defaultWorkers, "live worker limit: calls run in parallel up to it")
 	fs.IntVar(&v.warm, "warm", 0, "idle workers kept ready for calls, at most --workers (default: --workers)")
 	fs.IntVar(&v.queue, "queue", 0, "calls that may wait for a worker while all are busy (default: 4 times --workers)")
@@ -328,6 +332,14 @@ func ParseConfig(args []string, env Environment) (Config, error) {
 		return Config{}, usageErrorf("invalid value %s for %s: must not be negative", v.shutdownTimeout, source("shutdown-timeout"))
 	}
 	cfg.ShutdownTimeout = v.shutdownTimeout
+	allowNet, err := parseAllowNet(v.allowNet)
+	if err != nil {
+		return Config{}, usageErrorf("invalid value %q for %s: %w", v.allowNet, source("allow-net"), err)
+	}
+	if allowNet != nil && v.disableNetworking {
+		// Either answer would surprise someone: refuse rather than guess.
+		return Config{}, usageErrorf("%s and %s exclude each other", source("allow-net"), source("disable-networking"))
+	}
 	deno := v.deno
 	if deno == "" {
 		deno = defaultDeno(env)
@@ -366,6 +378,7 @@ func ParseConfig(args []string, env Environment) (Config, error) {
 		PyodideIndexURL: v.pyodideIndexURL,
 		Offline:         v.offline,
 		Networking:      !v.disableNetworking,
+		AllowNet:        allowNet,
 		Warm:            warm,
 		Queue:           queue,
 		QueueTimeout:    v.queueTimeout,
@@ -398,6 +411,32 @@ func splitDeps(s string) []string {
 		}
 	}
 	return deps
+}
+
+// parseAllowNet splits --allow-net at commas and checks each host; nil when
+// the flag is not set. A set flag that names no host is an error: it would
+// mean either everything or nothing.
+func parseAllowNet(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var hosts []string
+	for entry := range strings.SplitSeq(s, ",") {
+		if strings.TrimSpace(entry) == "" {
+			continue
+		}
+		host, err := permissions.ParseHost(entry)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(hosts, host) {
+			hosts = append(hosts, host)
+		}
+	}
+	if len(hosts) == 0 {
+		return nil, errors.New("no host given; use --disable-networking for no network at all")
+	}
+	return hosts, nil
 }
 
 // defaultDeno returns deno from PATH, else $HOME/.deno/bin/deno (where deno's

@@ -112,6 +112,12 @@ func TestParseConfig(t *testing.T) {
 		}},
 		{"disable networking", []string{"stdio", "--disable-networking"}, standardEnv(),
 			func(c *Config) { c.Supervisor.Networking = false }},
+		{"allow net", []string{"stdio", "--allow-net", "Example.com:443, 127.0.0.1:8000,::1,[::1]:80,example.com:443,"}, standardEnv(),
+			func(c *Config) {
+				c.Supervisor.AllowNet = []string{"example.com:443", "127.0.0.1:8000", "[::1]", "[::1]:80"}
+			}},
+		{"allow net from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_ALLOW_NET": "localhost"}),
+			func(c *Config) { c.Supervisor.AllowNet = []string{"localhost"} }},
 		{"limits and timeout", []string{"stdio", "--workers", "8", "--timeout", "1m30s", "--memory-limit", "512MiB", "--output-limit", "64KiB"}, standardEnv(),
 			func(c *Config) {
 				c.Supervisor.Workers, c.Supervisor.Timeout = 8, 90*time.Second
@@ -252,6 +258,11 @@ func TestParseConfigUsageErrors(t *testing.T) {
 		{"empty index URL", []string{"stdio", "--index-url", ""}, standardEnv(), "--index-url"},
 		{"pyodide index URL of another scheme", []string{"stdio", "--pyodide-index-url", "s3://bucket/"}, standardEnv(), "--pyodide-index-url"},
 		{"bad requirement in deps", []string{"stdio", "--deps", "numpy,pydantic>=>2"}, standardEnv(), "--deps"},
+		{"allow net with a URL", []string{"stdio", "--allow-net", "https://example.com"}, standardEnv(), "--allow-net"},
+		{"allow net with a bad port", []string{"stdio", "--allow-net", "a.com:1,b.com:99999"}, standardEnv(), `"b.com:99999"`},
+		{"allow net without a host", []string{"stdio", "--allow-net", " , "}, standardEnv(), "no host given"},
+		{"allow net from env with a bad host", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_ALLOW_NET": "a b"}), "MCP_RUN_PYTHON_ALLOW_NET"},
+		{"allow net and no network", []string{"stdio", "--allow-net", "a.com", "--disable-networking"}, standardEnv(), "--allow-net and --disable-networking exclude each other"},
 		{"no cache dir at all", []string{"stdio"}, fakeEnv{denoPath: "/usr/bin/deno"}, "--cache-dir"},
 	}
 	for _, tt := range tests {
@@ -271,7 +282,7 @@ func TestParseConfigUsageErrors(t *testing.T) {
 func TestUsageTextListsEveryFlagAndMode(t *testing.T) {
 	text := usageText()
 	for _, want := range []string{
-		"--port", "--host", "--return-mode", "--deps", "--disable-networking", "--version", "-h, --help",
+		"--port", "--host", "--return-mode", "--deps", "--disable-networking", "--allow-net", "--version", "-h, --help",
 		"--workers", "--timeout", "--memory-limit", "--output-limit", "--deno", "--cache-dir", "--log-level",
 		"--warm", "--queue", "--queue-timeout", "--code-limit", "--grace", "--shutdown-timeout",
 		"stdio", "streamable_http_stateless", "sse", "warmup", "example", "MCP_RUN_PYTHON_",

@@ -326,6 +326,8 @@ type e2eClient struct {
 	*client.Client
 	target *target
 	pid    int // of the server process
+	// stderr is the server's stderr; for the HTTP modes, the target's.
+	stderr *syncBuffer
 	init   *mcp.InitializeResult
 	// initTime is from starting the transport (for stdio: the process) to
 	// the initialize result.
@@ -405,7 +407,7 @@ func (tg *target) connectProtocol(t *testing.T, protocol string) *e2eClient {
 		t.Fatalf("start %s client: %v", tg.mode, err)
 	}
 	if tg.mode == modeStdio {
-		c.pid = stdioCmd.Process.Pid
+		c.pid, c.stderr = stdioCmd.Process.Pid, stdioStderr
 		t.Cleanup(func() {
 			if err := c.Close(); err != nil {
 				t.Errorf("close stdio client: %v", err)
@@ -415,7 +417,7 @@ func (tg *target) connectProtocol(t *testing.T, protocol string) *e2eClient {
 			}
 		})
 	} else {
-		c.pid = tg.cmd.Process.Pid
+		c.pid, c.stderr = tg.cmd.Process.Pid, tg.stderr
 		t.Cleanup(func() { _ = c.Close() })
 	}
 
@@ -581,7 +583,7 @@ func golden(t *testing.T, name, got string) {
 			return
 		}
 		goldenWritten[name] = got
-		if err := os.MkdirAll(goldenDir, 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {

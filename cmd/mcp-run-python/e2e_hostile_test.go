@@ -1,0 +1,515 @@
+package main_test
+
+// The hostile corpus: code that tries to get out of the sandbox, or to take
+// the server down, through every door a security review asked about. Each
+// probe's result is compared byte for byte with its golden file under
+// testdata/e2e/hostile (rewrite them with -update, then read every diff), and
+// after each probe the server must still serve a call.
+//
+// The probes run over stdio against three servers: one with the default
+// network (as upstream, user code may use it), one with --disable-networking
+// and one with --allow-net for a single local port. "The network" is local
+// HTTP servers of this test: nothing leaves the loopback interface.
+//
+//	go test ./cmd/mcp-run-python/ -run Hostile -count=1 -v
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// hostileServer names the server a probe runs on.
+type hostileServer int
+
+const (
+	serverDefault   hostileServer = iota // user code may use the network, as upstream
+	serverOffline                        // --disable-networking
+	serverAllowNet                       // --allow-net for the local service only
+	serverImpatient                      // a short time limit, for code that will not stop
+)
+
+// hostileCase is one probe. Its code may name the places it attacks with
+// the placeholders of hostileEnv.pairs; the same placeholders stand for
+// them in the golden file.
+type hostileCase struct {
+	name   string
+	server hostileServer
+	code   string
+	// check, when set, runs after the probe.
+	check func(t *testing.T, w hostileWorld)
+}
+
+// Limits of the hostile servers: low, so that bombs end fast, but with room
+// for Pyodide itself, and time for a bomb to reach the memory limit on a
+// loaded machine.
+var hostileArgs = []string{
+	"--queue", "100", "--timeout", "8s", "--grace", "1s",
+	"--output-limit", "4KiB", "--memory-limit", "768MiB",
+}
+
+// TestHostile runs the corpus of hostileCases; see the top of this file.
+func TestHostile(t *testing.T) {
+	s := setup(t)
+	local := startLocalService(t, "hello from a local service")
+	other := startLocalService(t, "hello from another local service")
+	dir := t.TempDir()
+	evil := filepath.Join(dir, "evil.js")
+	if err := os.WriteFile(evil, []byte("export const pwned = true;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	socket := unixService(t, filepath.Join(dir, "service.sock"))
+	pyodide, err := pyodideDir(s.cacheDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deno, err := filepath.EvalSymlinks(s.deno) // as Deno.execPath tells it
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cases := hostileCases()
+	used := map[string]bool{}
+	for _, tc := range cases {
+		if used[tc.name] {
+			t.Fatalf("two probes named %s", tc.name)
+		}
+		used[tc.name] = true
+	}
+	servers := []struct {
+		name    string
+		server  hostileServer
+		args    []string // after hostileArgs, so they win
+		workers int
+	}{
+		{"default", serverDefault, nil, 3},
+		{"no_network", serverOffline, []string{"--disable-networking"}, 2},
+		{"allow_net", serverAllowNet, []string{"--allow-net", local.addr}, 2},
+		{"short_timeout", serverImpatient, []string{"--timeout", "2s", "--grace", "500ms"}, 2},
+	}
+	start := time.Now()
+	t.Cleanup(func() {
+		t.Logf("hostile corpus: %d probes in %v", len(cases), time.Since(start).Round(time.Millisecond))
+	})
+	// All servers start at once, so that their workers warm up together.
+	clients := make([]*e2eClient, len(servers))
+	for i, srv := range servers {
+		args := append(append([]string{"--workers", strconv.Itoa(srv.workers)}, hostileArgs...), srv.args...)
+		clients[i] = startTarget(t, s, modeStdio, args...).connect(t)
+	}
+	for i, srv := range servers {
+		c := clients[i]
+		t.Run(srv.name, func(t *testing.T) {
+			env := hostileEnv{
+				deno:    deno,
+				cache:   s.cacheDir,
+				pyodide: pyodide,
+				program: workerProgram(t, c.pid),
+				bridge:  bridgeAddr(t, c.pid),
+				local:   local.addr,
+				other:   other.addr,
+				evil:    evil,
+				socket:  socket,
+			}
+			// Probes run from goroutines of their own rather than with
+			// t.Parallel, which -parallel caps at GOMAXPROCS: most of a
+			// probe's time is spent waiting for a worker, not on a core.
+			next := make(chan hostileCase)
+			var wg sync.WaitGroup
+			for range srv.workers + 1 {
+				wg.Go(func() {
+					for tc := range next {
+						t.Run(tc.name, func(t *testing.T) {
+							got := env.normalise(c.run(t, env.expand(tc.code)))
+							golden(t, filepath.Join("hostile", tc.name+".txt"), got)
+							if tc.check != nil {
+								tc.check(t, hostileWorld{stderr: c.stderr.String, local: local})
+							}
+							c.expectWorks(t)
+						})
+					}
+				})
+			}
+			for _, tc := range cases {
+				if tc.server == srv.server {
+					next <- tc
+				}
+			}
+			close(next)
+			wg.Wait()
+		})
+	}
+}
+
+// hostileEnv holds what probes attack: paths and addresses that differ from
+// machine to machine and from run to run.
+type hostileEnv struct {
+	deno    string // the deno executable, symlinks resolved
+	cache   string // the cache directory
+	pyodide string // the Pyodide package, symlinks resolved
+	program string // the worker program's directory
+	bridge  string // host:port of the server's bridge
+	local   string // host:port of a local HTTP service
+	other   string // host:port of another one
+	evil    string // a JavaScript module outside every allowed path
+	socket  string // a Unix socket a local service listens on
+}
+
+func (e hostileEnv) pairs() []string {
+	// At each place the first match wins: the program and Pyodide, which
+	// live inside the cache, before it; $LOCAL_PORT before $LOCAL, its
+	// prefix. A value's port never starts where its address does.
+	return []string{
+		"$PROGRAM", e.program,
+		"$PYODIDE", e.pyodide,
+		"$CACHE", e.cache,
+		"$DENO", e.deno,
+		"$BRIDGE", e.bridge,
+		"$LOCAL_PORT", e.local[strings.LastIndexByte(e.local, ':')+1:],
+		"$LOCAL", e.local,
+		"$OTHER", e.other,
+		"$EVIL", e.evil,
+		"$SOCKET", e.socket,
+	}
+}
+
+// expand puts the real values in place of the placeholders.
+func (e hostileEnv) expand(code string) string {
+	return strings.NewReplacer(e.pairs()...).Replace(code)
+}
+
+// webCacheDir is the directory deno's Cache API wants; its name is a hash of
+// the worker program's path, which changes with every version of the program.
+var webCacheDir = regexp.MustCompile(`/web_cache/[0-9a-f]{64}`)
+
+// normalise is expand's reverse, for results: the golden files then hold
+// the placeholders, and $HASH stands for the web cache's name. Nothing else
+// in a result varies between runs.
+func (e hostileEnv) normalise(result string) string {
+	p := e.pairs()
+	reverse := make([]string, 0, len(p))
+	for i := 0; i < len(p); i += 2 {
+		reverse = append(reverse, p[i+1], p[i])
+	}
+	result = strings.NewReplacer(reverse...).Replace(result)
+	return webCacheDir.ReplaceAllString(result, "/web_cache/$$HASH")
+}
+
+// localService is an HTTP server on the loopback interface that answers
+// every request with its text, /mod.js with a JavaScript module, and
+// /redirect?to=URL with a redirect there.
+type localService struct {
+	addr string // host:port
+	mu   sync.Mutex
+	hits map[string]int // requests by path
+}
+
+// startLocalService starts a localService until the end of the test.
+func startLocalService(t *testing.T, text string) *localService {
+	t.Helper()
+	l := &localService{hits: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.mu.Lock()
+		l.hits[r.URL.Path]++
+		l.mu.Unlock()
+		switch r.URL.Path {
+		case "/mod.js":
+			w.Header().Set("Content-Type", "text/javascript")
+			fmt.Fprintln(w, "export const pwned = true;")
+		case "/redirect":
+			http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
+		default:
+			fmt.Fprint(w, text)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	l.addr = strings.TrimPrefix(srv.URL, "http://")
+	return l
+}
+
+// requests returns how many requests for path the service has had.
+func (l *localService) requests(path string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.hits[path]
+}
+
+// hostileWorld is what a probe's check looks at.
+type hostileWorld struct {
+	stderr func() string // the server's stderr so far
+	local  *localService
+}
+
+// moduleNeverFetched checks that no worker ever fetched the local service's
+// module: remote code is refused before any request.
+func moduleNeverFetched(t *testing.T, w hostileWorld) {
+	t.Helper()
+	if n := w.local.requests("/mod.js"); n != 0 {
+		t.Errorf("the local service served /mod.js %d times", n)
+	}
+}
+
+// unixService listens on a Unix socket at path, as the Docker daemon does,
+// and greets whoever connects; it returns path.
+func unixService(t *testing.T, path string) string {
+	t.Helper()
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return // closed
+			}
+			fmt.Fprintln(conn, "hello from a unix socket")
+			_ = conn.Close()
+		}
+	}()
+	return path
+}
+
+// pyodideDir returns the Pyodide package of the cache, as workers read it.
+func pyodideDir(cache string) (string, error) {
+	found, err := filepath.Glob(filepath.Join(cache, "pyodide", "*", "node_modules", "pyodide"))
+	if err != nil || len(found) != 1 {
+		return "", fmt.Errorf("the Pyodide package in %s: %q, %v", cache, found, err)
+	}
+	return filepath.EvalSymlinks(found[0])
+}
+
+// workerProgram returns the directory of the program the server's workers
+// run: the last argument of a worker's command line.
+func workerProgram(t *testing.T, pid int) string {
+	t.Helper()
+	deadline := time.Now().Add(startTimeout)
+	for {
+		for _, w := range denoChildren(t, pid) {
+			cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", w.pid))
+			if err != nil {
+				continue
+			}
+			args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+			if entry := args[len(args)-1]; filepath.Base(entry) == "worker.ts" { // not deno --version
+				return filepath.Dir(entry)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server %d started no worker within %v", pid, startTimeout)
+		}
+		time.Sleep(50 * time.Millisecond) // polling for the first worker
+	}
+}
+
+// bridgeAddr returns the address the server pid listens on: over stdio, its
+// only listening socket is the bridge.
+func bridgeAddr(t *testing.T, pid int) string {
+	t.Helper()
+	inodes := map[string]bool{}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if inode, ok := strings.CutPrefix(link, "socket:["); err == nil && ok {
+			inodes[strings.TrimSuffix(inode, "]")] = true
+		}
+	}
+	table, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/tcp", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, line := range strings.Split(string(table), "\n")[1:] {
+		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+		f := strings.Fields(line)
+		if len(f) < 10 || f[3] != "0A" || !inodes[f[9]] { // 0A: LISTEN
+			continue
+		}
+		_, hexPort, _ := strings.Cut(f[1], ":")
+		port, err := strconv.ParseUint(hexPort, 16, 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found = append(found, net.JoinHostPort("127.0.0.1", strconv.FormatUint(port, 10)))
+	}
+	if len(found) != 1 {
+		t.Fatalf("server %d listens on %q, want the bridge alone", pid, found)
+	}
+	return found[0]
+}
+
+// refusedAndLogged checks that the bridge logged the refusal of a
+// connection for the reason given.
+func refusedAndLogged(reason string) func(t *testing.T, w hostileWorld) {
+	pattern := regexp.MustCompile(`(?m)^.*bridge: refused a connection ` + regexp.QuoteMeta(reason) + `.*"remote": "127\.0\.0\.1:\d+".*$`)
+	return func(t *testing.T, w hostileWorld) {
+		t.Helper()
+		// The log line and the close race to the test: the server writes
+		// one to a pipe, the other to a socket.
+		deadline := time.Now().Add(startTimeout)
+		for !pattern.MatchString(w.stderr()) {
+			if time.Now().After(deadline) {
+				t.Errorf("no log line matching %s in the server's stderr:\n%s", pattern, w.stderr())
+				return
+			}
+			time.Sleep(20 * time.Millisecond) // polling the log
+		}
+	}
+}
+
+// hostileCases is the corpus, by family. Probes that would change
+// something if they got through aim at harmless targets (new files, the
+// modes files already have, SIGCONT): a broken sandbox must not break the
+// shared cache or the machine.
+func hostileCases() []hostileCase {
+	return []hostileCase{
+		// Host files through Deno's API: no write anywhere, reads only of
+		// Pyodide's files and the snapshot.
+		{name: "deno_read_passwd", code: "import js\njs.Deno.readTextFileSync('/etc/passwd')"},
+		{name: "deno_read_cache_dir", code: "import js\nlist(js.Deno.readDirSync('$CACHE'))"},
+		{name: "deno_read_worker_program", code: "import js\njs.Deno.readTextFileSync('$PROGRAM/worker.ts')"},
+		{name: "deno_read_proc_environ", code: "import js\njs.Deno.readFileSync('/proc/self/environ')"},
+		{name: "deno_read_dotdot", code: "import js\njs.Deno.readTextFileSync('$PYODIDE/../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../etc/passwd')"},
+		{name: "deno_read_stdin_secret", code: "import js\nbuf = js.Uint8Array.new(1024)\nstr(js.Deno.stdin.readSync(buf))"},
+		{name: "deno_exec_path", code: "import js\njs.Deno.execPath()"},
+		{name: "deno_write_tmp", code: "import js\njs.Deno.writeTextFileSync('/tmp/mcp-run-python-hostile.txt', 'x')"},
+		{name: "deno_write_pyodide", code: "import js\njs.Deno.writeTextFileSync('$PYODIDE/poison.mjs', 'poisoned')"},
+		{name: "deno_open_pyodide_for_write", code: "import js\njs.eval(\"(p) => Deno.openSync(p, {write: true})\")('$PYODIDE/pyodide.asm.js')"},
+		{name: "deno_remove", code: "import js\njs.Deno.removeSync('$PYODIDE/poison.mjs')"},
+		{name: "deno_symlink", code: "import js\njs.Deno.symlinkSync('/etc/passwd', '$PYODIDE/poison-link')"},
+		{name: "deno_caches", code: "import js\nawait js.caches.open('mcp-run-python-hostile')"},
+		{name: "deno_local_storage", code: "import js\njs.localStorage.setItem('k', 'v')"},
+
+		// The same through node's API and file URLs.
+		{name: "node_fs_read", code: "import js\nfs = await js.eval(\"import('node:fs')\")\nfs.readFileSync('/etc/passwd', 'utf8')"},
+		{name: "node_fs_write", code: "import js\nfs = await js.eval(\"import('node:fs')\")\nfs.writeFileSync('$PYODIDE/poison.mjs', 'poisoned')"},
+		{name: "fetch_file_passwd", code: "import js\nawait js.fetch('file:///etc/passwd')"},
+		{name: "fetch_file_worker_program", code: "import js\nawait js.fetch('file://$PROGRAM/worker.ts')"},
+		// Python's own files are Pyodide's in-memory file system, not the host's.
+		{name: "python_open_host_file", code: "open('/etc/passwd').read()"},
+		{name: "python_listdir_root", code: "import os\nsorted(os.listdir('/'))"},
+
+		// Environment variables.
+		{name: "deno_env_get", code: "import js\njs.Deno.env.get('HOME')"},
+		{name: "deno_env_to_object", code: "import js\njs.Deno.env.toObject()"},
+		{name: "node_process_env", code: "import js\np = await js.eval(\"import('node:process')\")\np.default.env.HOME"},
+		{name: "python_environ", code: "import os\nsorted(os.environ)"},
+
+		// Processes, FFI and the system.
+		{name: "deno_command", code: "import js\njs.Deno.Command.new('/bin/sh', js.eval(\"({args: ['-c', 'id']})\")).outputSync()"},
+		{name: "deno_run", code: "import js\njs.Deno.run(js.eval(\"({cmd: ['/bin/sh', '-c', 'id']})\"))"},
+		{name: "node_child_process", code: "import js\ncp = await js.eval(\"import('node:child_process')\")\njs.eval(\"(cp) => cp.spawnSync('/bin/sh', ['-c', 'id'], {env: {}})\")(cp)"},
+		{name: "deno_kill", code: "import js\njs.Deno.kill(1, 'SIGCONT')"},
+		{name: "python_subprocess", code: "import subprocess\nsubprocess.run(['id'])"},
+		{name: "deno_dlopen", code: "import js\njs.eval(\"Deno.dlopen('libc.so.6', {getpid: {parameters: [], result: 'i32'}})\")"},
+		{name: "deno_hostname", code: "import js\njs.Deno.hostname()"},
+		{name: "deno_permission_request", code: "import js\nstatus = await js.Deno.permissions.request(js.eval(\"({name: 'write'})\"))\nstatus.state"},
+		{name: "worker_escalates_permissions", code: "import js\njs.eval(\"new Worker('data:text/javascript,', {type: 'module', deno: {permissions: {write: true}}})\")"},
+
+		// Code from elsewhere.
+		{name: "import_remote", code: "import js\nawait js.eval(\"import('http://$LOCAL/mod.js')\")", check: moduleNeverFetched},
+		{name: "import_npm", code: "import js\nawait js.eval(\"import('npm:left-pad')\")"},
+		{name: "import_local_module", code: "import js\nawait js.eval(\"import('file://$EVIL')\")"},
+		{name: "import_worker_program", code: "import js\nawait js.eval(\"import('file://$PROGRAM/worker.ts')\")"},
+		{name: "worker_from_remote", check: moduleNeverFetched, code: `import js
+from asyncio import Future
+from pyodide.ffi import create_proxy
+failed = Future()
+def on_error(e):
+    e.preventDefault()
+    failed.set_result(e.message)
+worker = js.eval("new Worker('http://$LOCAL/mod.js', {type: 'module'})")
+worker.onerror = create_proxy(on_error)
+await failed`},
+
+		// The network: by default user code reaches it, as upstream; the
+		// bridge still takes only a worker's own secret.
+		{name: "net_default_local_service", code: "import js\nr = await js.fetch('http://$LOCAL/')\nawait r.text()"},
+		{name: "unix_socket", code: "import js\nawait js.Deno.connect(js.eval(\"({transport: 'unix', path: '$SOCKET'})\"))"},
+		{name: "vsock", code: "import js\nawait js.Deno.connect(js.eval(\"({transport: 'vsock', cid: 1, port: 1234})\"))"},
+		{name: "bridge_forged_hello", code: bridgeProbe(`{"type": "hello", "secret": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}`),
+			check: refusedAndLogged("with an unknown or used secret")},
+		{name: "bridge_no_hello", code: bridgeProbe(`{"type": "result", "status": "success"}`),
+			check: refusedAndLogged("without a valid hello")},
+
+		// --disable-networking: nothing to reach, not even the bridge.
+		{name: "off_fetch_local_service", server: serverOffline, code: "import js\nawait js.fetch('http://$LOCAL/')"},
+		{name: "off_fetch_bridge", server: serverOffline, code: "import js\nawait js.fetch('http://$BRIDGE/')"},
+		{name: "off_websocket_bridge", server: serverOffline, code: "import js\njs.WebSocket.new('ws://$BRIDGE/')"},
+		{name: "off_connect_bridge", server: serverOffline, code: "import js\nawait js.Deno.connect(js.eval(\"({hostname: '127.0.0.1', port: Number('$BRIDGE'.split(':')[1])})\"))"},
+		{name: "off_listen", server: serverOffline, code: "import js\njs.Deno.listen(js.eval(\"({hostname: '127.0.0.1', port: 0})\"))"},
+		{name: "off_resolve_dns", server: serverOffline, code: "import js\nawait js.Deno.resolveDns('localhost', 'A', js.eval(\"({nameServer: {ipAddr: '127.0.0.1', port: 53}})\"))"},
+		{name: "off_pyfetch", server: serverOffline, code: "from pyodide.http import pyfetch\nawait pyfetch('http://$OTHER/')"},
+
+		// --allow-net for one local port: that port only.
+		{name: "allow_fetch_allowed", server: serverAllowNet, code: "import js\nr = await js.fetch('http://$LOCAL/')\nawait r.text()"},
+		{name: "allow_fetch_other_port", server: serverAllowNet, code: "import js\nawait js.fetch('http://$OTHER/')"},
+		{name: "allow_redirect_to_other_port", server: serverAllowNet, code: "import js\nawait js.fetch('http://$LOCAL/redirect?to=http://$OTHER/')"},
+		{name: "allow_fetch_localhost_alias", server: serverAllowNet, code: "import js\nawait js.fetch('http://localhost:$LOCAL_PORT/')"},
+		{name: "allow_fetch_bridge", server: serverAllowNet, code: "import js\nawait js.fetch('http://$BRIDGE/')"},
+		{name: "allow_websocket_bridge", server: serverAllowNet, code: "import js\njs.WebSocket.new('ws://$BRIDGE/')"},
+
+		// Frames forged from Python: the runner's postMessage reaches the
+		// bridge, so Go checks every frame, and a forgery only ever concerns
+		// the forger's own call on a worker about to be retired.
+		{name: "forge_result", code: "import js\njs.postMessage('{\"type\": \"result\", \"status\": \"success\", \"return_string\": true, \"return_value\": \"forged\"}')\nimport time\ntime.sleep(1)\n'real'"},
+		{name: "forge_unknown_status", code: "import js\njs.postMessage('{\"type\": \"result\", \"status\": \"pwned\"}')"},
+		{name: "forge_malformed", code: "import js\njs.postMessage('{not json')"},
+		{name: "forge_binary", code: "import js\njs.postMessage(js.Uint8Array.new(16))"},
+		{name: "forge_fatal", code: "import js\njs.postMessage('{\"type\": \"fatal\", \"error\": \"forged\"}')"},
+		{name: "forge_output_past_limit", code: "import js, json\njs.postMessage(json.dumps({'type': 'output', 'stream': 'stdout', 'lines': ['x' * 100] * 1000}))\n'done'"},
+		{name: "forge_huge_frame", code: "import js\njs.postMessage('x' * (80 << 20))"},
+		{name: "forge_globals", server: serverImpatient, code: "import js\njs.eval(\"globalThis.postMessage = () => {}; self.onmessage = null; Deno.exit = () => {}\")\nprint('replaced')\n'still delivered'"},
+		{name: "runner_close", server: serverImpatient, code: "import js\njs.close()\n'closed'"},
+		{name: "deno_exit", server: serverImpatient, code: "import js\njs.Deno.exit(0)"},
+
+		// Many Web Workers.
+		{name: "many_workers", code: "import js\nfor i in range(16):\n    js.eval(\"new Worker('data:text/javascript,const a = new Uint8Array(128 << 20).fill(1); setInterval(() => a[0]++, 1000)', {type: 'module'})\")\nimport time\ntime.sleep(30)"},
+
+		// Bombs, recursion, and code that will not stop.
+		{name: "memory_bomb_python", code: "a = []\nwhile True:\n    a.append(bytearray(10**7))"},
+		{name: "memory_bomb_js", code: "import js\njs.eval(\"const a = []; for (;;) a.push(new Uint8Array(64 << 20).fill(1))\")"},
+		{name: "output_bomb", code: "for i in range(100000):\n    print('x' * 100)"},
+		{name: "output_bomb_one_line", code: "print('x' * 10_000_000)"},
+		{name: "recursion", code: "def f(n):\n    return f(n + 1)\n\nf(0)"},
+		{name: "recursion_unlimited", code: "import sys\nsys.setrecursionlimit(10**8)\ndef f(n):\n    return f(n + 1)\n\nf(0)"},
+		{name: "keyboard_interrupt_ignored", server: serverImpatient, code: "while True:\n    try:\n        while True:\n            pass\n    except KeyboardInterrupt:\n        pass"},
+		{name: "sigint_ignored", server: serverImpatient, code: "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"},
+		{name: "js_busy_loop", server: serverImpatient, code: "import js\njs.eval('for (;;) {}')"},
+		{name: "asyncio_sleep_forever", server: serverImpatient, code: "import asyncio\nawait asyncio.sleep(10**6)"},
+
+		// The standard streams.
+		{name: "close_stdout", code: "import sys\nprint('before')\nsys.stdout.close()\nprint('after')"},
+		{name: "os_close_fds", code: "import os\nprint('before', flush=True)\nos.close(1)\nos.close(2)\nprint('after')"},
+		{name: "os_write_fds", code: "import os\nos.write(1, b'to fd 1\\n')\nos.write(2, b'to fd 2\\n')\n'written'"},
+		{name: "deno_stdout_write", code: "import js\njs.Deno.stdout.writeSync(js.TextEncoder.new().encode('{\"jsonrpc\": \"2.0\", \"id\": 1, \"result\": {}}\\n'))"},
+		{name: "deno_stderr_write", code: "import js\njs.Deno.stderr.writeSync(js.TextEncoder.new().encode('forged log line\\n'))"},
+		{name: "deno_stdout_close", code: "import js\njs.Deno.stdout.close()\njs.Deno.stderr.close()\nprint('still printing')"},
+	}
+}
+
+// bridgeProbe is code that connects to the bridge over a websocket, sends
+// frame, and returns how the bridge closed the connection.
+func bridgeProbe(frame string) string {
+	return `import js
+from pyodide.ffi import create_proxy
+from asyncio import Future
+ws = js.WebSocket.new('ws://$BRIDGE/')
+closed = Future()
+ws.onopen = create_proxy(lambda e: ws.send('` + frame + `'))
+ws.onclose = create_proxy(lambda e: closed.set_result(f'closed: {e.code} {e.reason}'))
+await closed`
+}

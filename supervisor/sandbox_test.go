@@ -1,0 +1,119 @@
+package supervisor
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/permissions"
+)
+
+// TestCallsLeaveDenoDirAlone checks that workers write nothing into the
+// cache's DENO_DIR, where deno keeps caches it writes whatever --deny-write
+// says: a call that could add to them could plant code for later workers.
+// The cache is a private copy (hard links) of the shared one, so that other
+// tests' workers, or other checkouts' older builds, cannot change it meanwhile.
+func TestCallsLeaveDenoDirAlone(t *testing.T) {
+	shared := testCache(t)
+	private := t.TempDir()
+	for _, dir := range []string{"pyodide", "snapshots"} {
+		if _, err := os.Stat(filepath.Join(shared, dir)); err != nil {
+			continue // the warmup below makes it
+		}
+		if out, err := exec.Command("cp", "-al", filepath.Join(shared, dir), private).CombinedOutput(); err != nil {
+			t.Fatalf("copy the cache's %s: %v: %s", dir, err, out)
+		}
+	}
+	denoDir := layout{private}.denoDir()
+	if err := os.MkdirAll(denoDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, Config{Workers: 1, CacheDir: private})
+	before := tree(t, denoDir)
+
+	entries, _ := filepath.Glob(filepath.Join(private, "pyodide", "*", "node_modules", "pyodide", "pyodide.mjs"))
+	if len(entries) != 1 {
+		t.Fatalf("pyodide.mjs in %s: %q", private, entries)
+	}
+	module, err := filepath.EvalSymlinks(entries[0]) // the path the runner may read
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Modules loaded during a call would be analysed and code-cached by deno.
+	code := fmt.Sprintf(`import js
+m = await js.eval("import('file://%s?call')")
+m.version`, module)
+	res, _ := run(t, s, code)
+	if res.Status != bridge.StatusSuccess {
+		t.Fatalf("the call importing pyodide.mjs: %+v", res)
+	}
+	// The Cache API stores what it is given under DENO_DIR, whatever
+	// --deny-write says: one call could leave data for the next.
+	run(t, s, "import js\ntry:\n    await js.caches.open('left-for-the-next-call')\nexcept Exception as e:\n    print(e)")
+	if after := tree(t, denoDir); !slices.Equal(before, after) {
+		t.Errorf("DENO_DIR changed during calls:\nbefore: %q\n after: %q", before, after)
+	}
+}
+
+// tree lists every file under dir with its size and modification time.
+func tree(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		files = append(files, fmt.Sprintf("%s %d %s", path, info.Size(), info.ModTime()))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func TestPolicy(t *testing.T) {
+	b, err := bridge.Listen(zap.NewNop(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	rt := &runtimeFiles{entry: "/c/js/v/worker.ts", pyodide: "/c/pyodide", snapshot: "/c/snap.bin"}
+	tests := []struct {
+		name         string
+		cfg          Config
+		makeSnapshot bool
+		want         permissions.Policy
+	}{
+		{"networking", Config{Networking: true}, false,
+			permissions.Policy{Read: []string{"/c/pyodide", "/c/snap.bin"}, Network: permissions.Network{All: true}}},
+		{"no networking", Config{}, false,
+			permissions.Policy{Read: []string{"/c/pyodide", "/c/snap.bin"}}},
+		{"allowed hosts only", Config{Networking: true, AllowNet: []string{"127.0.0.1:9", "[::1]"}}, false,
+			permissions.Policy{Read: []string{"/c/pyodide", "/c/snap.bin"}, Network: permissions.Network{Hosts: []string{"127.0.0.1:9", "[::1]"}}}},
+		{"the snapshot maker gets no network", Config{Networking: true}, true,
+			permissions.Policy{Read: []string{"/c/pyodide"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &Supervisor{cfg: tt.cfg, bridge: b}
+			want := tt.want
+			want.Program, want.Bridge = "/c/js/v", b.Addr()
+			if got := s.policy(rt, tt.makeSnapshot); !reflect.DeepEqual(got, want) {
+				t.Errorf("policy:\n got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
