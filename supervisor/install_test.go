@@ -101,3 +101,20 @@ func TestInstallOfABrokenWheelFails(t *testing.T) {
 		t.Errorf("run after a failed install: %+v, %v", res, err)
 	}
 }
+
+func TestWaitingForAWorkerDoesNotCountAgainstTheInstall(t *testing.T) {
+	s := start(t, Config{Workers: 1, Timeout: time.Second, Grace: 500 * time.Millisecond})
+	ctx := context.Background()
+	busy := make(chan struct{})
+	go func() {
+		defer close(busy)
+		// Holds the only worker for the whole time limit and the grace.
+		_, _ = s.Run(ctx, "while True:\n    pass", nil)
+	}()
+	time.Sleep(200 * time.Millisecond) // let the loop take the worker first
+	res, err := s.Run(ctx, "import json\njson.dumps(1)", nil)
+	if err != nil || res.Status != bridge.StatusSuccess {
+		t.Errorf("a call that waited longer than its time limit for a worker: %+v, %v", res, err)
+	}
+	<-busy
+}

@@ -245,12 +245,12 @@ func (s *Supervisor) Run(ctx context.Context, code string, onLine func(bridge.Li
 	if _, err := s.ensure(ctx, func(step string) { s.log.Info(step) }); err != nil {
 		return bridge.Result{}, err
 	}
-	installCtx, cancel := s.installContext(ctx)
-	defer cancel()
 	// The files of a script's dependencies are ready before a worker is
 	// taken, so a failed install costs no interpreter.
 	installed := map[string]bool{}
-	wheels, err := s.pkgs.files(installCtx, script, installed, onLine)
+	fetchCtx, cancel := s.installContext(ctx)
+	wheels, err := s.pkgs.files(fetchCtx, script, installed, onLine)
+	cancel()
 	if err != nil {
 		return s.installFailed(ctx, script, err, onLine)
 	}
@@ -259,6 +259,9 @@ func (s *Supervisor) Run(ctx context.Context, code string, onLine func(bridge.Li
 		return bridge.Result{}, err
 	}
 	defer s.retire(w)
+	// The time waiting for a worker does not count against the install.
+	installCtx, cancel := s.installContext(ctx)
+	defer cancel()
 	reqs := script
 	if !fromScript {
 		if len(wheels) > 0 {
