@@ -37,6 +37,10 @@ type Policy struct {
 	Bridge string
 	// Network is what the runner, and so user code, may reach.
 	Network Network
+	// CodeCache lets deno keep V8's code cache in its DENO_DIR, which it
+	// writes whatever --deny-write says: only for a process whose DENO_DIR
+	// is its own and thrown away after it, or a trusted one.
+	CodeCache bool
 }
 
 // Flags returns the flags for `deno run` that enforce p on the whole process.
@@ -49,10 +53,6 @@ func Flags(p Policy) []string {
 		"--no-npm",    // no npm: specifier, so nothing can make deno download and write packages
 		"--no-config", // the runtime directory's deno.json is for the trusted install only
 		"--no-lock",
-		// V8's code cache is a database in DENO_DIR that deno writes whatever
-		// --deny-write says; the supervisor also gives workers a DENO_DIR that
-		// cannot exist, for deno's other caches.
-		"--no-code-cache",
 		"--unstable-worker-options", // lets the runner have fewer permissions than the process
 		"--deny-write",
 		"--deny-env",
@@ -60,6 +60,9 @@ func Flags(p Policy) []string {
 		"--deny-ffi",
 		"--deny-sys",
 		"--deny-import",
+	}
+	if !p.CodeCache {
+		flags = append(flags, "--no-code-cache")
 	}
 	if read := processReads(p); len(read) > 0 {
 		flags = append(flags, "--allow-read="+join(read))

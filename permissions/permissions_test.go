@@ -9,7 +9,7 @@ import (
 
 // lockdown is what every worker process gets whatever its policy.
 var lockdown = []string{
-	"--no-prompt", "--no-remote", "--no-npm", "--no-config", "--no-lock", "--no-code-cache", "--unstable-worker-options",
+	"--no-prompt", "--no-remote", "--no-npm", "--no-config", "--no-lock", "--unstable-worker-options",
 	"--deny-write", "--deny-env", "--deny-run", "--deny-ffi", "--deny-sys", "--deny-import",
 }
 
@@ -22,27 +22,32 @@ func TestFlags(t *testing.T) {
 		{
 			name:   "nothing allowed",
 			policy: Policy{},
-			want:   []string{"--deny-read", "--deny-net"},
+			want:   []string{"--no-code-cache", "--deny-read", "--deny-net"},
 		},
 		{
 			name:   "runtime files and bridge, no network",
 			policy: Policy{Read: []string{"/c/pyodide", "/c/snap.bin"}, Program: "/c/js", Bridge: "127.0.0.1:4000"},
-			want:   []string{"--allow-read=/c/js,/c/pyodide,/c/snap.bin", "--allow-net=127.0.0.1:4000"},
+			want:   []string{"--no-code-cache", "--allow-read=/c/js,/c/pyodide,/c/snap.bin", "--allow-net=127.0.0.1:4000"},
 		},
 		{
 			name:   "network for user code includes everything",
 			policy: Policy{Read: []string{"/p"}, Bridge: "127.0.0.1:4000", Network: Network{All: true}},
-			want:   []string{"--allow-read=/p", "--allow-net"},
+			want:   []string{"--no-code-cache", "--allow-read=/p", "--allow-net"},
 		},
 		{
 			name:   "some hosts plus the bridge",
 			policy: Policy{Read: []string{"/p"}, Bridge: "127.0.0.1:4000", Network: Network{Hosts: []string{"example.com:443", "10.0.0.1"}}},
-			want:   []string{"--allow-read=/p", "--allow-net=example.com:443,10.0.0.1,127.0.0.1:4000"},
+			want:   []string{"--no-code-cache", "--allow-read=/p", "--allow-net=example.com:443,10.0.0.1,127.0.0.1:4000"},
 		},
 		{
 			name:   "commas in paths are doubled",
 			policy: Policy{Read: []string{"/a,b"}},
-			want:   []string{"--allow-read=/a,,b", "--deny-net"},
+			want:   []string{"--no-code-cache", "--allow-read=/a,,b", "--deny-net"},
+		},
+		{
+			name:   "a code cache of its own",
+			policy: Policy{Read: []string{"/p"}, Bridge: "127.0.0.1:4000", CodeCache: true},
+			want:   []string{"--allow-read=/p", "--allow-net=127.0.0.1:4000"},
 		},
 	}
 	for _, tt := range tests {

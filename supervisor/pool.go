@@ -156,7 +156,7 @@ func (s *Supervisor) refill() {
 
 // startWorker boots one worker and offers it, or schedules a retry.
 func (s *Supervisor) startWorker() {
-	w, err := s.spawn(s.ctx, s.rt, false)
+	w, err := s.spawn(s.ctx, s.rt, false, "")
 	p := &s.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -21,9 +21,10 @@ import (
 // runtimeFiles is the on-disk state every worker needs, prepared once per cache
 // directory by trusted steps: no user code runs while it is made.
 type runtimeFiles struct {
-	entry    string // worker.ts in the written-out worker program
-	pyodide  string // the pyodide npm package, symlinks resolved
-	snapshot string // memory snapshot; "" when none could be made
+	entry     string // worker.ts in the written-out worker program
+	pyodide   string // the pyodide npm package, symlinks resolved
+	snapshot  string // memory snapshot; "" when none could be made
+	codeCache string // DENO_DIR template with V8's code cache; "" when none
 }
 
 // layout names the places inside the cache directory.
@@ -35,6 +36,7 @@ func (l layout) denoDir() string         { return filepath.Join(l.root, "deno") 
 func (l layout) snapshot(key string) string {
 	return filepath.Join(l.root, "snapshots", key+".bin")
 }
+func (l layout) codeCache(key string) string { return filepath.Join(l.root, "codecache", key) }
 
 // prepare makes the runtime: the worker program, Pyodide (downloaded by
 // deno's npm resolution, the one step with write permission) and the memory
@@ -71,15 +73,18 @@ func (s *Supervisor) prepare(ctx context.Context, progress func(string)) (*runti
 
 	key := sha256.Sum256([]byte(js.Version() + "\x00" + pyodideVersion + "\x00" + denoVersion))
 	snap := l.snapshot(hex.EncodeToString(key[:8]))
-	if _, err := os.Stat(snap); err != nil {
+	codeCache := l.codeCache(hex.EncodeToString(key[:8]))
+	_, snapErr := os.Stat(snap)
+	_, cacheErr := os.Stat(codeCache)
+	if snapErr != nil || cacheErr != nil {
 		progress("making the Pyodide memory snapshot")
-		if err := s.makeSnapshot(ctx, rt, snap); err != nil {
+		if err := s.makeSnapshot(ctx, rt, snap, codeCache); err != nil {
 			// Workers still start without one, only slower.
 			s.log.Sugar().Warnf("no memory snapshot, workers will load Pyodide plainly: %v", err)
 			return rt, nil
 		}
 	}
-	rt.snapshot = snap
+	rt.snapshot, rt.codeCache = snap, codeCache
 	progress("runtime ready in " + s.cfg.CacheDir)
 	return rt, nil
 }
@@ -164,18 +169,39 @@ func (s *Supervisor) installPyodide(ctx context.Context, l layout, version strin
 }
 
 // makeSnapshot boots a worker that loads Pyodide and the runner module, then
-// sends the memory snapshot over the bridge; the worker itself writes nothing.
-func (s *Supervisor) makeSnapshot(ctx context.Context, rt *runtimeFiles, path string) error {
-	w, err := s.spawn(ctx, rt, true)
+// sends the memory snapshot over the bridge. With codeCache, the worker's
+// DENO_DIR, filled with V8's code cache of what it loaded, becomes the
+// template of workers' DENO_DIRs at that path; "" gives it none.
+func (s *Supervisor) makeSnapshot(ctx context.Context, rt *runtimeFiles, path, codeCache string) error {
+	denoDir := noDenoDir
+	if codeCache != "" {
+		if err := os.MkdirAll(filepath.Dir(codeCache), 0o755); err != nil {
+			return err
+		}
+		tmp, err := os.MkdirTemp(filepath.Dir(codeCache), ".tmp-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp) // gone once renamed
+		denoDir = tmp
+	}
+	w, err := s.spawn(ctx, rt, true, denoDir)
 	if err != nil {
 		return err
 	}
-	defer w.kill()
 	data, err := w.conn.Snapshot(ctx)
+	w.kill()
 	if err != nil {
 		return fmt.Errorf("make snapshot: %w (%s)", err, w.stderrTail())
 	}
-	return writeFileAtomic(path, data)
+	if err := writeFileAtomic(path, data); err != nil {
+		return err
+	}
+	if codeCache == "" {
+		return nil
+	}
+	_ = os.RemoveAll(codeCache) // a template left without its snapshot
+	return os.Rename(denoDir, codeCache)
 }
 
 // remakeSnapshot replaces a snapshot that workers failed to restore from
@@ -187,7 +213,8 @@ func (s *Supervisor) remakeSnapshot() {
 	}
 	s.log.Warn("a worker could not restore the memory snapshot; making a new one", zap.String("path", s.rt.snapshot))
 	s.wg.Go(func() {
-		if err := s.makeSnapshot(s.ctx, s.rt, s.rt.snapshot); err != nil {
+		// Workers copy the code cache meanwhile: it stays as it is.
+		if err := s.makeSnapshot(s.ctx, s.rt, s.rt.snapshot, ""); err != nil {
 			s.log.Error("cannot remake the memory snapshot", zap.Error(err))
 		}
 	})

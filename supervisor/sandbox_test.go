@@ -24,7 +24,7 @@ import (
 func TestCallsLeaveDenoDirAlone(t *testing.T) {
 	shared := testCache(t)
 	private := t.TempDir()
-	for _, dir := range []string{"pyodide", "snapshots"} {
+	for _, dir := range []string{"pyodide", "snapshots", "codecache"} {
 		if _, err := os.Stat(filepath.Join(shared, dir)); err != nil {
 			continue // the warmup below makes it
 		}
@@ -37,7 +37,12 @@ func TestCallsLeaveDenoDirAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := start(t, Config{Workers: 1, CacheDir: private})
-	before := tree(t, denoDir)
+	// The code cache template that workers copy must not change either.
+	codeCache, err := filepath.Glob(filepath.Join(private, "codecache", "*"))
+	if err != nil || len(codeCache) != 1 {
+		t.Fatalf("code cache templates in %s: %q, %v", private, codeCache, err)
+	}
+	before := append(tree(t, denoDir), tree(t, codeCache[0])...)
 
 	entries, _ := filepath.Glob(filepath.Join(private, "pyodide", "*", "node_modules", "pyodide", "pyodide.mjs"))
 	if len(entries) != 1 {
@@ -58,8 +63,35 @@ m.version`, module)
 	// The Cache API stores what it is given under DENO_DIR, whatever
 	// --deny-write says: one call could leave data for the next.
 	run(t, s, "import js\ntry:\n    await js.caches.open('left-for-the-next-call')\nexcept Exception as e:\n    print(e)")
-	if after := tree(t, denoDir); !slices.Equal(before, after) {
+	if after := append(tree(t, denoDir), tree(t, codeCache[0])...); !slices.Equal(before, after) {
 		t.Errorf("DENO_DIR changed during calls:\nbefore: %q\n after: %q", before, after)
+	}
+}
+
+func TestPrivateDenoDir(t *testing.T) {
+	template := t.TempDir()
+	for name, data := range map[string]string{"v8_code_cache_v2": "code", "gen/file/x.js": "js"} {
+		path := filepath.Join(template, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir, err := privateDenoDir(template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	for name, want := range map[string]string{"v8_code_cache_v2": "code", "gen/file/x.js": "js", "location_data": ""} {
+		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(got) != want {
+			t.Errorf("%s in the copy: %q, %v; want %q", name, got, err, want)
+		}
+	}
+	// The Cache API cannot make its directory under a file.
+	if err := os.MkdirAll(filepath.Join(dir, "location_data", "web_cache"), 0o755); err == nil {
+		t.Error("a directory could be made under location_data")
 	}
 }
 

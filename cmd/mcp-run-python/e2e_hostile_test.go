@@ -191,9 +191,12 @@ func (e hostileEnv) expand(code string) string {
 // the worker program's path, which changes with every version of the program.
 var webCacheDir = regexp.MustCompile(`/web_cache/[0-9a-f]{64}`)
 
+// workerDenoDir is the DENO_DIR a worker gets, a fresh temporary directory.
+var workerDenoDir = regexp.MustCompile(regexp.QuoteMeta(filepath.Join(os.TempDir(), "mcp-run-python-worker-")) + `\d+`)
+
 // normalise is expand's reverse, for results: the golden files then hold
-// the placeholders, and $HASH stands for the web cache's name. Nothing else
-// in a result varies between runs.
+// the placeholders, $HASH stands for the web cache's name and $DENO_DIR for
+// the worker's own DENO_DIR. Nothing else in a result varies between runs.
 func (e hostileEnv) normalise(result string) string {
 	p := e.pairs()
 	reverse := make([]string, 0, len(p))
@@ -201,6 +204,7 @@ func (e hostileEnv) normalise(result string) string {
 		reverse = append(reverse, p[i+1], p[i])
 	}
 	result = strings.NewReplacer(reverse...).Replace(result)
+	result = workerDenoDir.ReplaceAllString(result, "$$DENO_DIR")
 	return webCacheDir.ReplaceAllString(result, "/web_cache/$$HASH")
 }
 
