@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Coroutine
 
 from pyodide.code import CodeRunner, find_imports
+from pyodide.ffi import JsNull
 
 # Frames of Pyodide's own machinery and of this module: users never see them.
 # The same pattern upstream applies to the traceback text, so the text matches.
@@ -252,5 +253,7 @@ def _jsonable(v: object, active: set[int]) -> object:
             return _jsonable(v.tolist(), active)
         return _jsonable(v.item(), active)
     if module == 'pyodide.ffi':
+        if isinstance(v, JsNull):
+            return None  # JavaScript's null, which has no to_py
         return _jsonable(v.to_py(), active)
     return repr(v)
