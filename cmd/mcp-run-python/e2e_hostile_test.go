@@ -195,8 +195,9 @@ var webCacheDir = regexp.MustCompile(`/web_cache/[0-9a-f]{64}`)
 var workerDenoDir = regexp.MustCompile(regexp.QuoteMeta(filepath.Join(os.TempDir(), "mcp-run-python-worker-")) + `\d+`)
 
 // normalise is expand's reverse, for results: the golden files then hold
-// the placeholders, $HASH stands for the web cache's name and $DENO_DIR for
-// the worker's own DENO_DIR. Nothing else in a result varies between runs.
+// the placeholders, $HASH stands for the web cache's name, $DENO_DIR for
+// the worker's own DENO_DIR, and $CARETS for the position marks under a
+// line whose length varies with them. Nothing else varies between runs.
 func (e hostileEnv) normalise(result string) string {
 	p := e.pairs()
 	reverse := make([]string, 0, len(p))
@@ -205,7 +206,30 @@ func (e hostileEnv) normalise(result string) string {
 	}
 	result = strings.NewReplacer(reverse...).Replace(result)
 	result = workerDenoDir.ReplaceAllString(result, "$$DENO_DIR")
-	return webCacheDir.ReplaceAllString(result, "/web_cache/$$HASH")
+	result = webCacheDir.ReplaceAllString(result, "/web_cache/$$HASH")
+	// A traceback marks the failing expression of a source line with ~ and
+	// ^ under it, as long as the text was: under a line that held a value
+	// of this machine, the marks become $CARETS.
+	lines := strings.Split(result, "\n")
+	for i := 1; i < len(lines); i++ {
+		if caretLine.MatchString(lines[i]) && hasPlaceholder(lines[i-1], p) {
+			lines[i] = "    $CARETS"
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// caretLine is a line of a traceback's position marks.
+var caretLine = regexp.MustCompile(`^ *[~^]+ *$`)
+
+// hasPlaceholder reports whether line holds one of pairs' placeholders.
+func hasPlaceholder(line string, pairs []string) bool {
+	for i := 0; i < len(pairs); i += 2 {
+		if strings.Contains(line, pairs[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // localService is an HTTP server on the loopback interface that answers
