@@ -32,7 +32,6 @@ type installer struct {
 	cache    *packages.Cache
 	imports  map[string]string // import name → package name, from Pyodide's lock file
 	deps     []string          // --deps, for every call
-	depNames []string          // their normalized package names
 	log      *zap.Logger
 
 	mu    sync.Mutex
@@ -71,42 +70,30 @@ func newInstaller(cfg Config, pyodideDir string, log *zap.Logger) (*installer, e
 	if err != nil {
 		return nil, err
 	}
-	in := &installer{
+	return &installer{
 		resolver: resolver,
 		cache:    cache,
 		imports:  lock.ImportTable(),
 		deps:     cfg.Deps,
 		log:      log,
 		plans:    map[string]resolved{},
-	}
-	for _, d := range cfg.Deps {
-		if r, err := packages.ParseRequirement(d); err == nil {
-			in.depNames = append(in.depNames, packages.Normalize(r.Name))
-		}
-	}
-	return in, nil
-}
-
-// lines sends a call's install progress and failures to its log.
-type lines func(bridge.Line)
-
-func (l lines) progress(msg string) {
-	if l != nil {
-		l(bridge.Line{Stream: bridge.Progress, Text: msg})
-	}
+	}, nil
 }
 
 // files resolves reqs (after --deps) and returns the files to install, read
 // from the cache, skipping those already installed. A failure is a
-// *packages.Error naming the requirement.
-func (in *installer) files(ctx context.Context, reqs []string, installed map[string]bool, out lines) ([]bridge.Wheel, error) {
+// *packages.Error naming the requirement. Progress goes to the server's log
+// and, as bridge.Progress lines, to out if it is not nil.
+func (in *installer) files(ctx context.Context, reqs []string, installed map[string]bool, out func(bridge.Line)) ([]bridge.Wheel, error) {
 	all := append(slices.Clone(in.deps), reqs...)
 	if len(all) == 0 {
 		return nil, nil
 	}
 	progress := func(msg string) {
 		in.log.Debug(msg)
-		out.progress(msg)
+		if out != nil {
+			out(bridge.Line{Stream: bridge.Progress, Text: msg})
+		}
 	}
 	plan, err := in.plan(ctx, all, progress)
 	if err != nil {
@@ -156,7 +143,8 @@ func (in *installer) plan(ctx context.Context, reqs []string, progress func(stri
 }
 
 // inferred maps the modules code imports that the worker cannot import to
-// the packages to install, leaving out those --deps installs.
+// the packages to install. Ask after installing --deps: what they bring is
+// then importable and not inferred again.
 func (in *installer) inferred(ctx context.Context, w *worker, code string) ([]string, error) {
 	// Without the word there is no import statement to find: skip the round trip.
 	if !strings.Contains(code, "import") {
@@ -166,14 +154,11 @@ func (in *installer) inferred(ctx context.Context, w *worker, code string) ([]st
 	if err != nil {
 		return nil, fmt.Errorf("find the code's imports: %w", err)
 	}
-	reqs := packages.FromImports(names, nil, in.imports)
-	return slices.DeleteFunc(reqs, func(r string) bool {
-		return slices.Contains(in.depNames, packages.Normalize(r))
-	}), nil
+	return packages.FromImports(names, nil, in.imports), nil
 }
 
 // installError is the result of a call whose packages could not be installed.
-func installError(reqs []string, err error, out lines) bridge.Result {
+func installError(reqs []string, err error, out func(bridge.Line)) bridge.Result {
 	msg := err.Error()
 	if errors.Is(err, context.DeadlineExceeded) {
 		msg = "installing packages did not finish within the time limit"

@@ -91,18 +91,17 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, makeSnapshot b
 
 	policy := s.policy(rt, makeSnapshot)
 	private := ""
-	switch {
-	case denoDir != "":
-		policy.CodeCache = denoDir != noDenoDir
-	case rt.codeCache != "":
-		var err error
-		if private, err = privateDenoDir(rt.codeCache); err != nil {
-			return nil, err
-		}
-		denoDir, policy.CodeCache = private, true
-	default:
+	if denoDir == "" {
 		denoDir = noDenoDir
+		if rt.codeCache != "" {
+			var err error
+			if private, err = privateDenoDir(rt.codeCache); err != nil {
+				return nil, err
+			}
+			denoDir = private
+		}
 	}
+	policy.CodeCache = denoDir != noDenoDir
 	removePrivate := func() {
 		if private != "" {
 			_ = os.RemoveAll(private)
