@@ -27,6 +27,9 @@ export interface Init {
 
 type Stream = "stdout" | "stderr";
 
+/** What worker.ts stores in the interrupt buffer. */
+const SIGINT = 2;
+
 const send = (frame: string | Uint8Array) =>
   frame instanceof Uint8Array
     ? self.postMessage(frame, [frame.buffer as ArrayBuffer])
@@ -156,7 +159,12 @@ platform.python_version()`);
   const keepWarm = setInterval(() => {
     try {
       py.runPython("0");
-    } catch { /* only an interrupt could land here, and none is sent before a run */ }
+    } catch {
+      // Only an interrupt lands here, and it belongs to the run: the time
+      // limit starts with the call, so on a loaded machine the interrupt can
+      // overtake a late run frame. Keep it for the run.
+      if (init.interrupt) Atomics.store(init.interrupt, 0, SIGINT);
+    }
   }, 250);
 
   // Before its one run, a worker may be asked for the code's imports and

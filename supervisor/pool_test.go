@@ -221,3 +221,30 @@ func TestIdleWorkersKilledFromOutsideAreReplaced(t *testing.T) {
 		t.Errorf("a call after the kills: %+v", res)
 	}
 }
+
+// An interrupt can reach a worker before its run frame does: the time limit
+// runs from when the call starts, and a loaded machine may deliver the run
+// late. The interrupt must then stop the run, not the idle interpreter.
+func TestAnInterruptAheadOfTheRunStopsTheRun(t *testing.T) {
+	s, w := takeWorker(t)
+	ctx := context.Background()
+	if err := w.conn.Interrupt(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // the idle worker evaluates a few times meanwhile
+	done := make(chan struct{})
+	var res bridge.Result
+	var err error
+	go func() {
+		defer close(done)
+		res, err = s.call(ctx, w, "while True: pass", nil)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run ignored the interrupt sent ahead of it")
+	}
+	if err != nil || res.Status != bridge.StatusRunError || !strings.HasSuffix(res.Error, "KeyboardInterrupt\n") {
+		t.Errorf("run after an early interrupt: %+v, %v; want a KeyboardInterrupt", res, err)
+	}
+}
