@@ -130,7 +130,8 @@ func TestRun(t *testing.T) {
 }
 
 func TestLimits(t *testing.T) {
-	s := start(t, Config{Workers: 2, Timeout: 2 * time.Second, Grace: 500 * time.Millisecond, OutputLimit: 100, MemoryLimit: 400 << 20})
+	// The grace is long enough for a loaded machine to run a traceback.
+	s := start(t, Config{Workers: 2, Timeout: 2 * time.Second, Grace: 2 * time.Second, OutputLimit: 100, MemoryLimit: 400 << 20})
 	tests := []struct {
 		name, code string
 		error      string // exact, or a prefix when it ends with "…"
@@ -206,8 +207,8 @@ func TestKilledWorkerGivesRunError(t *testing.T) {
 	}
 	select {
 	case <-done:
-	case <-time.After(time.Second):
-		t.Fatal("the call did not end within a second of its worker being killed")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call did not end after its worker was killed")
 	}
 	if err != nil || res.Status != bridge.StatusRunError || !strings.Contains(res.Error, "killed") {
 		t.Errorf("got %s %q (err %v), want run-error naming the kill", res.Status, res.Error, err)
