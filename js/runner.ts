@@ -27,9 +27,6 @@ export interface Init {
 
 type Stream = "stdout" | "stderr";
 
-/** What worker.ts stores in the interrupt buffer. */
-const SIGINT = 2;
-
 const send = (frame: string | Uint8Array) =>
   frame instanceof Uint8Array
     ? self.postMessage(frame, [frame.buffer as ArrayBuffer])
@@ -148,7 +145,6 @@ platform.python_version()`);
   const err = new LineSplitter("stderr", budget);
   py.setStdout({ write: (b: Uint8Array) => out.write(b) });
   py.setStderr({ write: (b: Uint8Array) => err.write(b) });
-  if (init.interrupt) py.setInterruptBuffer(init.interrupt);
   const runner = py.pyimport("_mcp_runner");
   const python = py.runPython("import platform; platform.python_version()");
   send(JSON.stringify({ type: "ready", python, snapshot: restored }));
@@ -156,16 +152,7 @@ platform.python_version()`);
   // after the worker got ready: median 17 ms; 14 ms with a mere timer waking
   // this thread; 7-8 ms with a trivial evaluation every 250 ms until the call
   // (5 ms every 100 ms). The 250 ms tick costs an idle worker about 1% of a core.
-  const keepWarm = setInterval(() => {
-    try {
-      py.runPython("0");
-    } catch {
-      // Only an interrupt lands here, and it belongs to the run: the time
-      // limit starts with the call, so on a loaded machine the interrupt can
-      // overtake a late run frame. Keep it for the run.
-      if (init.interrupt) Atomics.store(init.interrupt, 0, SIGINT);
-    }
-  }, 250);
+  const keepWarm = setInterval(() => py.runPython("0"), 250);
 
   // Before its one run, a worker may be asked for the code's imports and
   // given wheels to install; wheels arrive as binary frames after their
@@ -195,6 +182,11 @@ platform.python_version()`);
     }
     self.onmessage = null; // one run per worker: a fresh interpreter per call
     clearInterval(keepWarm);
+    // Only now does Python watch the interrupt buffer. The time limit starts
+    // with the call, so on a loaded machine an interrupt can overtake a late
+    // run frame; it waits in the buffer for the run instead of being taken
+    // by an idle evaluation.
+    if (init.interrupt) py.setInterruptBuffer(init.interrupt);
     let result: string;
     try {
       const ran = runner.run(msg.code); // a string, or a coroutine for top-level await
