@@ -205,18 +205,18 @@ func TestIdleWorkersKilledFromOutsideAreReplaced(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Until the pool has seen the deaths it still counts the dead workers
+	// as warm, so wait for the processes first: both killed ones reaped and
+	// two new ones started, which the pool does only once it has seen them.
+	old := func(pid int) bool { return slices.Contains(before, pid) }
 	deadline := time.Now().Add(20 * time.Second)
-	for slices.ContainsFunc(denoChildren(t), func(pid int) bool { return slices.Contains(before, pid) }) {
+	for after := denoChildren(t); len(after) != 2 || slices.ContainsFunc(after, old); after = denoChildren(t) {
 		if time.Now().After(deadline) {
-			t.Fatal("killed workers were never reaped")
+			t.Fatalf("workers before %v, after %v: want two new ones and no zombies", before, after)
 		}
-		time.Sleep(20 * time.Millisecond) // bounded polling for the reaping
+		time.Sleep(20 * time.Millisecond) // bounded polling for the reaping and the restarts
 	}
 	waitWarm(2)
-	after := denoChildren(t)
-	if len(after) != 2 || slices.ContainsFunc(after, func(pid int) bool { return slices.Contains(before, pid) }) {
-		t.Errorf("workers before %v, after %v: want two new ones and no zombies", before, after)
-	}
 	if res, _ := run(t, s, "'fine'"); res.Status != bridge.StatusSuccess {
 		t.Errorf("a call after the kills: %+v", res)
 	}

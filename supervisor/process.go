@@ -32,8 +32,9 @@ type worker struct {
 	python   string // Python version the worker reported, such as "3.14.2"
 	restored bool   // Pyodide came from the memory snapshot
 
-	exited  chan struct{} // closed when the process has been reaped
-	exitErr error         // set before exited is closed
+	exited   chan struct{} // closed when the process has been reaped
+	exitErr  error         // set before exited is closed
+	released chan struct{} // closed after exited, once its private DENO_DIR is gone
 
 	mu     sync.Mutex
 	stderr []string // last lines, for error messages
@@ -139,7 +140,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, makeSnapshot b
 		removePrivate()
 		return nil, fmt.Errorf("start deno: %w", err)
 	}
-	w := &worker{cmd: cmd, exited: make(chan struct{})}
+	w := &worker{cmd: cmd, exited: make(chan struct{}), released: make(chan struct{})}
 	log := s.log.With(zap.Int("pid", cmd.Process.Pid))
 	stderrDone := make(chan struct{})
 	go func() {
@@ -149,13 +150,18 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, makeSnapshot b
 	go func() {
 		<-stderrDone // Wait closes the pipe: read it all first
 		w.exitErr = cmd.Wait()
-		removePrivate()
+		// Dead before its directory is gone: removing a few MiB takes a
+		// while on a loaded machine, and meanwhile the pool must not hand
+		// the worker to a call.
 		close(w.exited)
+		removePrivate()
+		close(w.released)
 	}()
 
 	select {
 	case w.conn = <-connected:
 	case <-w.exited:
+		<-w.released
 		return nil, fmt.Errorf("worker exited before connecting: %v (%s)", w.exitErr, w.stderrTail())
 	case <-ctx.Done():
 		w.kill()
@@ -205,7 +211,7 @@ func (w *worker) stderrTail() string {
 }
 
 // kill stops the worker for good: the only stop a busy Deno worker obeys.
-// It returns once the process is reaped.
+// It returns once the process is reaped and its files are gone.
 func (w *worker) kill() {
 	if w.conn != nil {
 		w.conn.Close()
@@ -214,7 +220,7 @@ func (w *worker) kill() {
 	// that reused the pid of one already reaped. A worker may start no
 	// process of its own (--deny-run), so the process is all there is.
 	_ = w.cmd.Process.Kill()
-	<-w.exited
+	<-w.released
 }
 
 // dead reports whether the process has ended.

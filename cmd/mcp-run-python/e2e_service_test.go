@@ -5,12 +5,15 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -173,5 +176,53 @@ func assertGone(t *testing.T, workers []denoChild) {
 			}
 			time.Sleep(20 * time.Millisecond) // bounded polling for the exit
 		}
+	}
+}
+
+// TestE2EStdioClientClosedStderr: a client may close its end of the server's
+// stderr before the server is done logging, as mcp-go's stdio client does in
+// Close. The server must keep serving and exit 0 at the end of stdin, not
+// die of SIGPIPE on its next log line.
+func TestE2EStdioClientClosedStderr(t *testing.T) {
+	s := setup(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close() // every write to the server's stderr now fails with EPIPE
+	defer w.Close()
+	var cmd *exec.Cmd
+	args := append(s.baseArgs(), "--log-level", "debug", modeStdio)
+	tr := transport.NewStdioWithOptions(s.bin, nil, args,
+		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
+			cmd = exec.CommandContext(ctx, command, args...)
+			cmd.Env = serverEnv()
+			cmd.Stderr = w
+			return cmd, nil
+		}),
+		transport.WithCommandLogger(quietLog))
+	c := client.NewClient(tr)
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: e2eProtocol}}); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	for i := range 2 {
+		res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: toolName, Arguments: map[string]any{"python_code": "print('hi')"}}})
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if got, want := resultText(t, res), "<status>success</status>\n<output>\nhi\n</output>"; got != want {
+			t.Errorf("call %d: %q, want %q", i, got, want)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	if st := cmd.ProcessState; st == nil || st.ExitCode() != 0 {
+		t.Errorf("stdio server ended with %v, want exit status 0", st)
 	}
 }

@@ -63,6 +63,12 @@ func main() {
 	// The first signal starts a graceful shutdown; stop restores the default
 	// behaviour, so that a second one ends the program at once.
 	context.AfterFunc(ctx, stop)
+	// A client that goes away may close its end of our stderr (mcp-go's
+	// stdio client does) or stdout before we are done logging. By default Go
+	// dies of SIGPIPE on such a write to fd 1 or 2; ignored, the write fails
+	// with EPIPE, which the logger and the transport already handle, and the
+	// server shuts down as after any other end of stdin.
+	signal.Ignore(syscall.SIGPIPE)
 	code := run(ctx, os.Args[1:], streams{in: os.Stdin, out: os.Stdout, err: os.Stderr}, OSEnvironment(), newSupervisor)
 	stop()
 	os.Exit(code)
