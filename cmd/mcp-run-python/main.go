@@ -67,7 +67,8 @@ func main() {
 	// stdio client does) or stdout before we are done logging. By default Go
 	// dies of SIGPIPE on such a write to fd 1 or 2; ignored, the write fails
 	// with EPIPE, which the logger and the transport already handle, and the
-	// server shuts down as after any other end of stdin.
+	// server shuts down as after any other end of stdin. Workers inherit the
+	// disposition, which changes nothing: deno ignores SIGPIPE itself.
 	signal.Ignore(syscall.SIGPIPE)
 	code := run(ctx, os.Args[1:], streams{in: os.Stdin, out: os.Stdout, err: os.Stderr}, OSEnvironment(), newSupervisor)
 	stop()
