@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -107,6 +108,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), helloTimeout)
 	secret, err := readHello(ctx, ws)
 	cancel()
+	if err != nil && goneBeforeHello(err) {
+		// A starting worker killed (by its start timeout, or at shutdown)
+		// leaves such a connection: nothing was said, so nothing to warn of.
+		s.log.Debug("bridge: a connection ended before its hello", zap.String("remote", r.RemoteAddr), zap.Error(err))
+		return
+	}
 	if err != nil {
 		s.log.Warn("bridge: refused a connection without a valid hello", zap.String("remote", r.RemoteAddr), zap.Error(err))
 		ws.Close(websocket.StatusPolicyViolation, "hello expected")
@@ -123,6 +130,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The connection belongs to its new owner; the handler only keeps the
 	// request alive until the owner is done with it.
 	<-c.done
+}
+
+// goneBeforeHello reports whether err, from reading the hello, means the
+// peer closed its connection, rather than sent a bad frame or kept silent.
+func goneBeforeHello(err error) bool {
+	return errors.Is(err, io.EOF) || websocket.CloseStatus(err) != -1
 }
 
 func readHello(ctx context.Context, ws *websocket.Conn) (string, error) {

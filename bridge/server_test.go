@@ -304,3 +304,37 @@ func TestInstallSendsAnnouncedWheelsInOrder(t *testing.T) {
 		t.Errorf("Install = %v, want the worker's error", err)
 	}
 }
+
+// A starting worker that is killed leaves a connection that ends before its
+// hello: logged for debugging, not as a refusal, which would warn of an
+// attack at every shutdown.
+func TestConnectionsEndingBeforeHello(t *testing.T) {
+	tests := []struct {
+		name string
+		end  func(ws *websocket.Conn)
+	}{
+		{"dropped", func(ws *websocket.Conn) { ws.CloseNow() }},
+		{"closed", func(ws *websocket.Conn) { ws.Close(websocket.StatusNormalClosure, "bye") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			core, logs := observer.New(zap.DebugLevel)
+			s, err := Listen(zap.New(core), 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			tt.end(dial(t, s))
+			deadline := time.Now().Add(5 * time.Second)
+			for logs.FilterMessage("bridge: a connection ended before its hello").Len() == 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("the ended connection was not logged: %v", logs.All())
+				}
+				time.Sleep(10 * time.Millisecond) // bounded polling for the handler
+			}
+			if warnings := logs.FilterLevelExact(zap.WarnLevel); warnings.Len() > 0 {
+				t.Errorf("warned of a connection that only ended: %v", warnings.All())
+			}
+		})
+	}
+}
