@@ -112,6 +112,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// A starting worker killed (by its start timeout, or at shutdown)
 		// leaves such a connection: nothing was said, so nothing to warn of.
 		s.log.Debug("bridge: a connection ended before its hello", zap.String("remote", r.RemoteAddr), zap.Error(err))
+		ws.CloseNow()
 		return
 	}
 	if err != nil {
