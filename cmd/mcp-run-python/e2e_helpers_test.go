@@ -211,6 +211,8 @@ type launch struct {
 	args []string // flags, before the mode
 	env  []string // nil: serverEnv()
 	dir  string   // working directory; "" for the test's
+	// stdio only: the server's stderr, instead of a pipe the client drains.
+	stderr *os.File
 }
 
 // target is one server under test: an HTTP server process, or for stdio a
@@ -368,6 +370,9 @@ func (tg *target) connectProtocol(t *testing.T, protocol string) *e2eClient {
 					cmd.Env = serverEnv()
 				}
 				cmd.Dir = tg.launch.dir
+				if tg.launch.stderr != nil {
+					cmd.Stderr = tg.launch.stderr
+				}
 				stdioCmd = cmd
 				return cmd, nil
 			}),

@@ -5,15 +5,12 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -191,38 +188,9 @@ func TestE2EStdioClientClosedStderr(t *testing.T) {
 	}
 	r.Close() // every write to the server's stderr now fails with EPIPE
 	defer w.Close()
-	var cmd *exec.Cmd
-	args := append(s.baseArgs(), "--log-level", "debug", modeStdio)
-	tr := transport.NewStdioWithOptions(s.bin, nil, args,
-		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
-			cmd = exec.CommandContext(ctx, command, args...)
-			cmd.Env = serverEnv()
-			cmd.Stderr = w
-			return cmd, nil
-		}),
-		transport.WithCommandLogger(quietLog))
-	c := client.NewClient(tr)
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: e2eProtocol}}); err != nil {
-		t.Fatalf("initialize: %v", err)
-	}
-	for i := range 2 {
-		res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: toolName, Arguments: map[string]any{"python_code": "print('hi')"}}})
-		if err != nil {
-			t.Fatalf("call %d: %v", i, err)
-		}
-		if got, want := resultText(t, res), "<status>success</status>\n<output>\nhi\n</output>"; got != want {
-			t.Errorf("call %d: %q, want %q", i, got, want)
-		}
-	}
-	if err := c.Close(); err != nil {
-		t.Errorf("close: %v", err)
-	}
-	if st := cmd.ProcessState; st == nil || st.ExitCode() != 0 {
-		t.Errorf("stdio server ended with %v, want exit status 0", st)
+	// connect's cleanup closes the client and checks the exit status.
+	c := startTargetWith(t, s, modeStdio, launch{args: append(s.baseArgs(), "--log-level", "debug"), stderr: w}).connect(t)
+	for range 2 {
+		c.expectRun(t, "print('hi')", "<status>success</status>\n<output>\nhi\n</output>")
 	}
 }
