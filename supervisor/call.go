@@ -37,10 +37,6 @@ func (s *Supervisor) call(ctx context.Context, w *worker, code string, onLine fu
 		go watchMemory(stopCtx, w.cmd.Process.Pid, s.cfg.MemoryLimit, func() { stop(errMemory) })
 	}
 
-	type outcome struct {
-		msg bridge.Message
-		err error
-	}
 	out := output{limit: s.cfg.OutputLimit, onLine: onLine}
 	done := make(chan outcome, 1)
 	go func() {
@@ -57,12 +53,7 @@ func (s *Supervisor) call(ctx context.Context, w *worker, code string, onLine fu
 		finished = true
 	case <-stopCtx.Done():
 		if !errors.Is(context.Cause(stopCtx), errMemory) {
-			_ = w.conn.Interrupt(context.Background())
-			select {
-			case o = <-done:
-				finished = true
-			case <-time.After(s.cfg.Grace):
-			}
+			o, finished = interrupt(w, done, s.cfg.Grace)
 		}
 	}
 	if !finished {
@@ -103,6 +94,39 @@ func (s *Supervisor) call(ctx context.Context, w *worker, code string, onLine fu
 		res.Error = "RuntimeError: the Python worker stopped while running the code (" + crashReason(w, o.err) + ")"
 	}
 	return res, nil
+}
+
+// outcome is how a run on a worker ended: its result frame, or why none came.
+type outcome struct {
+	msg bridge.Message
+	err error
+}
+
+// interruptEvery is how often an interrupt is repeated while the code has
+// not stopped.
+const interruptEvery = time.Second
+
+// interrupt asks the code on w to stop and waits up to grace for its
+// outcome. The request is repeated while the code runs on: on loaded
+// machines (CI) an interrupt was seen to go unanswered for the whole grace,
+// rarely and with no cause found, while a later one would have been taken.
+// A repeat reaches only code that is still running past its limit, as a
+// second Ctrl-C would.
+func interrupt(w *worker, done <-chan outcome, grace time.Duration) (outcome, bool) {
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+	again := time.NewTicker(interruptEvery)
+	defer again.Stop()
+	for {
+		_ = w.conn.Interrupt(context.Background())
+		select {
+		case o := <-done:
+			return o, true
+		case <-deadline.C:
+			return outcome{}, false
+		case <-again.C:
+		}
+	}
 }
 
 // stoppedError is the error text of code stopped from outside: the

@@ -145,6 +145,14 @@ func TestLimits(t *testing.T) {
 			output: []string{"started"},
 		},
 		{
+			// The interrupt is repeated during the grace, as a second Ctrl-C.
+			name: "time: first KeyboardInterrupt caught",
+			code: "try:\n    while True: pass\nexcept KeyboardInterrupt:\n    print('caught')\nwhile True: pass",
+			error: "Traceback (most recent call last):\n  File \"main.py\", line 5, in <module>\n    while True: pass\n                ^^^^\n" +
+				"TimeoutError: the code did not finish within 2s and was interrupted\n",
+			output: []string{"caught"},
+		},
+		{
 			name:   "time: KeyboardInterrupt ignored",
 			code:   "print('stubborn')\nwhile True:\n    try:\n        while True: pass\n    except KeyboardInterrupt:\n        pass",
 			error:  "TimeoutError: the code did not finish within 2s and was killed with its worker",
