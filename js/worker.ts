@@ -1,11 +1,17 @@
 // The worker process's main thread: the bridge between the Go supervisor and
 // the runner (runner.ts), which runs Python in a Web Worker.
 //
-// The supervisor writes a Config as JSON to stdin and closes it; the secret
+// The supervisor writes a Config as one line of JSON to stdin; the secret
 // travels that way so it never shows in argv or the environment. This thread
 // dials the supervisor's websocket, proves itself with the secret, then relays
 // frames both ways without reading them: the protocol lives in runner.ts and
 // bridge/protocol.go.
+//
+// The supervisor keeps stdin open for as long as it wants the worker, and the
+// operating system closes it when the supervisor dies, however it dies: the
+// end of stdin, like the end of the bridge connection, ends this process. That
+// is the rule that leaves no worker behind on every platform
+// (supervisor/proc).
 
 import type { Init } from "./runner.ts";
 
@@ -21,7 +27,18 @@ interface Config {
   permissions: Deno.PermissionOptionsObject;
 }
 
-const config: Config = JSON.parse(await new Response(Deno.stdin.readable).text());
+const stdin = Deno.stdin.readable.pipeThrough(new TextDecoderStream()).getReader();
+let head = "";
+while (!head.includes("\n")) {
+  const { value, done } = await stdin.read();
+  if (done) Deno.exit(0); // the supervisor went away before it said anything
+  head += value;
+}
+const config: Config = JSON.parse(head.slice(0, head.indexOf("\n")));
+(async () => {
+  while (!(await stdin.read()).done);
+  Deno.exit(0);
+})();
 
 const ws = new WebSocket(config.bridge);
 ws.binaryType = "arraybuffer";

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 )
@@ -34,7 +34,7 @@ func (s *Supervisor) call(ctx context.Context, w *worker, code string, onLine fu
 	}
 	defer context.AfterFunc(s.ctx, func() { stop(errShutdown) })()
 	if s.cfg.MemoryLimit > 0 {
-		go watchMemory(stopCtx, w.cmd.Process.Pid, s.cfg.MemoryLimit, func() { stop(errMemory) })
+		go s.watchMemory(stopCtx, w, func() { stop(errMemory) })
 	}
 
 	out := output{limit: s.cfg.OutputLimit, onLine: onLine}
@@ -197,28 +197,32 @@ func (o *output) finish() []string {
 	return o.lines
 }
 
-// watchMemory calls over once the process's resident size passes limit.
-func watchMemory(ctx context.Context, pid int, limit int64, over func()) {
+// watchMemory calls over once w's resident size passes the memory limit.
+// A reading that fails while the worker lives leaves the call unwatched and
+// says so: the limit is not silently skipped.
+func (s *Supervisor) watchMemory(ctx context.Context, w *worker, over func()) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	page := int64(os.Getpagesize())
-	path := "/proc/" + strconv.Itoa(pid) + "/statm"
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-w.exited:
+			return
 		case <-tick.C:
 		}
-		b, err := os.ReadFile(path)
+		resident, err := w.proc.Memory(ctx)
 		if err != nil {
-			return // gone
-		}
-		fields := strings.Fields(string(b))
-		if len(fields) < 2 {
+			// Reaped a moment before exited is closed, or unreadable.
+			select {
+			case <-w.exited:
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+				s.log.Warn("cannot read a worker's memory: the memory limit is not enforced for this call", zap.Int("pid", w.proc.Pid()), zap.Error(err))
+			}
 			return
 		}
-		resident, err := strconv.ParseInt(fields[1], 10, 64)
-		if err == nil && resident*page > limit {
+		if resident > s.cfg.MemoryLimit {
 			over()
 			return
 		}

@@ -43,11 +43,11 @@ func wheel(t *testing.T, name, version, source string) bridge.Wheel {
 func takeWorker(t *testing.T) (*Supervisor, *worker) {
 	t.Helper()
 	s := start(t, Config{Workers: 1})
-	w, err := s.acquire(context.Background())
+	w, err := s.pool.acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.retire(w) })
+	t.Cleanup(func() { s.pool.retire(w) })
 	return s, w
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
 
@@ -16,12 +17,32 @@ const (
 	maxBackoff = 30 * time.Second
 )
 
+// poolConfig is what the pool needs of the supervisor's Config.
+type poolConfig struct {
+	Workers      int           // live worker limit
+	Warm         int           // idle workers kept ready
+	Queue        int           // calls that may wait for a worker
+	QueueTimeout time.Duration // how long a call may wait; 0 means no limit
+}
+
 // pool hands out warm workers. Every worker is in exactly one state:
-// starting, warm (idle, in warm) or busy (taken by a call). The pool starts
-// workers while fewer than Warm are warm or starting, plus one per waiting
-// call, never more than Workers alive at once.
+// starting, warm (idle, in warm) or busy (taken by a call). Once begun, the
+// pool starts workers while fewer than Warm are warm or starting, plus one
+// per waiting call, never more than Workers alive at once.
+//
+// It knows workers only as processes: start, its one way to get a worker,
+// is the seam that tests replace.
 type pool struct {
+	cfg      poolConfig
+	start    func(ctx context.Context) (*worker, error)
+	ctx      context.Context // the supervisor's: ends when it closes
+	wg       *sync.WaitGroup // the supervisor's: every goroutine that starts or kills workers
+	log      *zap.Logger
+	restarts prometheus.Counter
+	wait     prometheus.Observer
+
 	mu       sync.Mutex
+	begun    bool // start may be called: the runtime exists
 	warm     []*worker
 	starting int
 	busy     int
@@ -35,10 +56,17 @@ type pool struct {
 	backoff  time.Duration
 }
 
+// begin lets the pool start workers.
+func (p *pool) begin() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.begun = true
+	p.refill()
+}
+
 // acquire returns a warm worker for a call, waiting in the queue if all are
 // busy. The worker is the caller's until it calls retire.
-func (s *Supervisor) acquire(ctx context.Context) (*worker, error) {
-	p := &s.pool
+func (p *pool) acquire(ctx context.Context) (*worker, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -50,48 +78,48 @@ func (s *Supervisor) acquire(ctx context.Context) (*worker, error) {
 		if w.dead() {
 			// Died while idle, a moment before watchIdle would have seen it;
 			// the refill below replaces it.
-			s.metrics.restarts.Inc()
-			s.wg.Go(w.kill) // releases its connection
+			p.restarts.Inc()
+			p.wg.Go(w.kill) // releases its connection
 			continue
 		}
 		p.busy++
-		s.refill()
+		p.refill()
 		p.mu.Unlock()
-		s.metrics.poolWait.Observe(0)
+		p.wait.Observe(0)
 		return w, nil
 	}
-	if len(p.waiters) >= s.cfg.Queue {
+	if len(p.waiters) >= p.cfg.Queue {
 		p.mu.Unlock()
 		return nil, ErrQueueFull
 	}
 	ch := make(chan *worker, 1)
 	p.waiters = append(p.waiters, ch)
-	s.refill()
+	p.refill()
 	p.mu.Unlock()
 
 	start := time.Now()
 	var timeout <-chan time.Time
-	if s.cfg.QueueTimeout > 0 {
-		t := time.NewTimer(s.cfg.QueueTimeout)
+	if p.cfg.QueueTimeout > 0 {
+		t := time.NewTimer(p.cfg.QueueTimeout)
 		defer t.Stop()
 		timeout = t.C
 	}
 	var err error
 	select {
 	case w := <-ch:
-		s.metrics.poolWait.Observe(time.Since(start).Seconds())
+		p.wait.Observe(time.Since(start).Seconds())
 		return w, nil
 	case <-timeout:
 		err = ErrQueueTimeout
-		if health := s.Health(); health.Err != "" {
+		if health := p.health(); health.Err != "" {
 			err = fmt.Errorf("%w: workers cannot start: %s", ErrQueueTimeout, health.Err)
 		}
 	case <-ctx.Done():
 		err = fmt.Errorf("waiting for a free worker: %w", context.Cause(ctx))
-	case <-s.ctx.Done():
+	case <-p.ctx.Done():
 		err = errClosed
 	}
-	s.metrics.poolWait.Observe(time.Since(start).Seconds())
+	p.wait.Observe(time.Since(start).Seconds())
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -102,32 +130,30 @@ func (s *Supervisor) acquire(ctx context.Context) (*worker, error) {
 	// A worker was handed over as we gave up: it never ran code, so it
 	// goes to the next caller.
 	p.busy--
-	s.offer(<-ch)
+	p.offer(<-ch)
 	return nil, err
 }
 
 // retire ends a worker after its call: one call per interpreter.
-func (s *Supervisor) retire(w *worker) {
-	p := &s.pool
+func (p *pool) retire(w *worker) {
 	p.mu.Lock()
 	p.busy--
 	p.dying++
 	p.mu.Unlock()
-	s.wg.Go(func() {
+	p.wg.Go(func() {
 		w.kill()
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.dying--
-		s.refill()
+		p.refill()
 	})
 }
 
 // offer gives a ready worker to the first waiting call, or keeps it warm.
 // p.mu must be held.
-func (s *Supervisor) offer(w *worker) {
-	p := &s.pool
+func (p *pool) offer(w *worker) {
 	if p.closed {
-		s.wg.Go(w.kill)
+		p.wg.Go(w.kill)
 		return
 	}
 	if len(p.waiters) > 0 {
@@ -141,23 +167,21 @@ func (s *Supervisor) offer(w *worker) {
 }
 
 // refill starts the workers the pool lacks. p.mu must be held.
-func (s *Supervisor) refill() {
-	p := &s.pool
-	if p.closed || p.retrying || s.rt == nil {
+func (p *pool) refill() {
+	if p.closed || p.retrying || !p.begun {
 		return
 	}
 	live := len(p.warm) + p.starting + p.busy + p.dying
-	need := len(p.waiters) + s.cfg.Warm - len(p.warm) - p.starting
-	for ; need > 0 && live < s.cfg.Workers; need, live = need-1, live+1 {
+	need := len(p.waiters) + p.cfg.Warm - len(p.warm) - p.starting
+	for ; need > 0 && live < p.cfg.Workers; need, live = need-1, live+1 {
 		p.starting++
-		s.wg.Go(s.startWorker)
+		p.wg.Go(p.startOne)
 	}
 }
 
-// startWorker boots one worker and offers it, or schedules a retry.
-func (s *Supervisor) startWorker() {
-	w, err := s.spawn(s.ctx, s.rt, false, "")
-	p := &s.pool
+// startOne boots one worker and offers it, or schedules a retry.
+func (p *pool) startOne() {
+	w, err := p.start(p.ctx)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.starting--
@@ -168,62 +192,56 @@ func (s *Supervisor) startWorker() {
 		p.failures++
 		p.lastErr = err
 		p.backoff = min(max(2*p.backoff, minBackoff), maxBackoff)
-		s.metrics.restarts.Inc()
-		s.log.Error("worker failed to start", zap.Error(err), zap.Int("failures", p.failures), zap.Duration("retry_in", p.backoff))
+		p.restarts.Inc()
+		p.log.Error("worker failed to start", zap.Error(err), zap.Int("failures", p.failures), zap.Duration("retry_in", p.backoff))
 		p.retrying = true
 		time.AfterFunc(p.backoff, func() {
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			p.retrying = false
-			s.refill()
+			p.refill()
 		})
 		return
 	}
 	if p.failures > 0 {
-		s.log.Info("workers start again", zap.Int("after_failures", p.failures))
+		p.log.Info("workers start again", zap.Int("after_failures", p.failures))
 	}
 	p.failures, p.lastErr, p.backoff = 0, nil, 0
-	if !w.restored && s.rt.snapshot != "" {
-		s.remakeSnapshot()
-	}
-	s.offer(w)
-	s.wg.Go(func() { s.watchIdle(w) })
-	s.refill()
+	p.offer(w)
+	p.wg.Go(func() { p.watchIdle(w) })
+	p.refill()
 }
 
 // watchIdle replaces a warm worker that dies before a call takes it.
-func (s *Supervisor) watchIdle(w *worker) {
+func (p *pool) watchIdle(w *worker) {
 	<-w.exited
-	p := &s.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if i := slices.Index(p.warm, w); i >= 0 {
 		p.warm = slices.Delete(p.warm, i, i+1)
-		s.wg.Go(w.kill) // releases its connection
+		p.wg.Go(w.kill) // releases its connection
 		if !p.closed {
-			s.metrics.restarts.Inc()
-			s.log.Warn("idle worker died", zap.String("status", w.exitStatus()), zap.String("stderr", w.stderrTail()))
-			s.refill()
+			p.restarts.Inc()
+			p.log.Warn("idle worker died", zap.String("status", w.exitStatus()), zap.String("stderr", w.stderrTail()))
+			p.refill()
 		}
 	}
 }
 
-// closePool stops starting workers and kills the warm ones; busy workers
-// are stopped by their calls, which see the supervisor's context end.
-func (s *Supervisor) closePool() {
-	p := &s.pool
+// close stops starting workers and kills the warm ones; busy workers are
+// stopped by their calls, which see the supervisor's context end.
+func (p *pool) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true
 	for _, w := range p.warm {
-		s.wg.Go(w.kill)
+		p.wg.Go(w.kill)
 	}
 	p.warm = nil
 }
 
-// Health reports the pool's state, for readiness checks.
-func (s *Supervisor) Health() Health {
-	p := &s.pool
+// health reports the pool's state.
+func (p *pool) health() Health {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h := Health{Warm: len(p.warm), Busy: p.busy, Starting: p.starting, Waiting: len(p.waiters)}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,40 +11,75 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/permissions"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/proc"
 )
 
 // stderrLines is how many of a worker's last stderr lines are kept to
 // explain its failures; the rest is only logged.
 const stderrLines = 20
 
+// process is a started worker process: the seam between the pool and the
+// platform. proc.Process is the real one.
+type process interface {
+	Pid() int
+	// Wait waits for the exit; it is called once.
+	Wait() error
+	// Kill ends the process at once.
+	Kill() error
+	// Memory returns the resident bytes.
+	Memory(ctx context.Context) (int64, error)
+}
+
+// launcher starts a worker's command. The supervisor's is the platform's;
+// tests wrap it.
+type launcher func(cmd *exec.Cmd) (process, error)
+
+// platformLauncher starts workers with the platform's guards and memory cap.
+func platformLauncher(memoryLimit int64) launcher {
+	return func(cmd *exec.Cmd) (process, error) {
+		return proc.Start(cmd, proc.Options{MemoryLimit: memoryLimit})
+	}
+}
+
 // worker is one deno process and its bridge connection.
 type worker struct {
-	cmd      *exec.Cmd
+	proc     process
+	stdin    io.Closer // the worker's lifeline: it exits when stdin ends
 	conn     *bridge.Conn
 	python   string // Python version the worker reported, such as "3.14.2"
 	restored bool   // Pyodide came from the memory snapshot
 
 	exited   chan struct{} // closed when the process has been reaped
 	exitErr  error         // set before exited is closed
-	released chan struct{} // closed after exited, once its private DENO_DIR is gone
+	released chan struct{} // closed after exited, once cleanup has run
 
 	mu     sync.Mutex
 	stderr []string // last lines, for error messages
 }
 
-// noDenoDir is the DENO_DIR of workers when there is no code cache to copy:
-// a directory that cannot exist, as /dev/null is no directory, not even for
-// root. See denodir.go.
-const noDenoDir = "/dev/null/deno"
+// newWorker watches a started process: it collects its stderr, reaps it and
+// then runs cleanup.
+func newWorker(p process, stdin io.Closer, stderr io.Reader, log *zap.Logger, cleanup func()) *worker {
+	w := &worker{proc: p, stdin: stdin, exited: make(chan struct{}), released: make(chan struct{})}
+	go func() {
+		w.collectStderr(stderr, log) // Wait closes the pipe: read it all first
+		w.exitErr = p.Wait()
+		// Dead before cleanup: removing a few MiB of DENO_DIR takes a while
+		// on a loaded machine, and meanwhile the pool must not hand the
+		// worker to a call.
+		close(w.exited)
+		cleanup()
+		close(w.released)
+	}()
+	return w
+}
 
-// workerConfig is what worker.ts reads from stdin.
+// workerConfig is what worker.ts reads from stdin, as one line of JSON.
 type workerConfig struct {
 	Secret      string                        `json:"secret"`
 	Bridge      string                        `json:"bridge"`
@@ -81,7 +115,8 @@ func (s *Supervisor) policy(rt *runtimeFiles, makeSnapshot bool) permissions.Pol
 // spawn starts a worker and waits until it is connected and has loaded
 // Pyodide. A snapshot worker is returned once connected: it sends its
 // snapshot instead of a ready frame. denoDir is the worker's DENO_DIR; ""
-// gives it a private copy of the runtime's code cache, removed when it exits.
+// gives it a private copy of the runtime's code cache, removed when it exits,
+// or none when there is no code cache.
 func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, makeSnapshot bool, denoDir string) (*worker, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
 	defer cancel()
@@ -93,7 +128,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, makeSnapshot b
 	policy := s.policy(rt, makeSnapshot)
 	private := ""
 	if denoDir == "" {
-		denoDir = noDenoDir
+		denoDir = rt.noDenoDir
 		if rt.codeCache != "" {
 			var err error
 			if private, err = privateDenoDir(rt.codeCache); err != nil {
@@ -102,7 +137,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, makeSnapshot b
 			denoDir = private
 		}
 	}
-	policy.CodeCache = denoDir != noDenoDir
+	policy.CodeCache = denoDir != rt.noDenoDir
 	removePrivate := func() {
 		if private != "" {
 			_ = os.RemoveAll(private)
@@ -125,44 +160,34 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, makeSnapshot b
 	args := append([]string{"run"}, permissions.Flags(policy)...)
 	cmd := exec.Command(s.cfg.Deno, append(args, rt.entry)...)
 	cmd.Env = denoEnv(denoDir)
-	cmd.Dir = "/"
-	cmd.Stdin = strings.NewReader(string(config))
-	// Out of our process group, so a terminal's Ctrl-C reaches only us and
-	// we stop workers in order; and killed with us, so a crashed supervisor
-	// leaves no workers behind.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// A directory that is there on every platform and stays: the program's.
+	cmd.Dir = filepath.Dir(rt.entry)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		removePrivate()
+		return nil, err
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		removePrivate()
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	p, err := s.launch(cmd)
+	if err != nil {
 		removePrivate()
 		return nil, fmt.Errorf("start deno: %w", err)
 	}
-	w := &worker{cmd: cmd, exited: make(chan struct{}), released: make(chan struct{})}
-	log := s.log.With(zap.Int("pid", cmd.Process.Pid))
-	stderrDone := make(chan struct{})
-	go func() {
-		defer close(stderrDone)
-		w.collectStderr(stderr, log)
-	}()
-	go func() {
-		<-stderrDone // Wait closes the pipe: read it all first
-		w.exitErr = cmd.Wait()
-		// Dead before its directory is gone: removing a few MiB takes a
-		// while on a loaded machine, and meanwhile the pool must not hand
-		// the worker to a call.
-		close(w.exited)
-		removePrivate()
-		close(w.released)
-	}()
+	log := s.log.With(zap.Int("pid", p.Pid()))
+	w := newWorker(p, stdin, stderr, log, removePrivate)
+	// The config is one line; the pipe stays open as the worker's lifeline.
+	// A worker that died at once fails the write: its exit says why.
+	_, _ = stdin.Write(append(config, '\n'))
 
 	select {
 	case w.conn = <-connected:
 	case <-w.exited:
 		<-w.released
-		return nil, fmt.Errorf("worker exited before connecting: %v (%s)", w.exitErr, w.stderrTail())
+		return nil, fmt.Errorf("worker exited before connecting: %s (%s)", proc.Describe(w.exitErr), w.stderrTail())
 	case <-ctx.Done():
 		w.kill()
 		return nil, fmt.Errorf("worker did not connect: %w (%s)", context.Cause(ctx), w.stderrTail())
@@ -211,15 +236,13 @@ func (w *worker) stderrTail() string {
 }
 
 // kill stops the worker for good: the only stop a busy Deno worker obeys.
-// It returns once the process is reaped and its files are gone.
+// It returns once the process is reaped and cleanup has run.
 func (w *worker) kill() {
 	if w.conn != nil {
 		w.conn.Close()
 	}
-	// Through os.Process, which signals by pidfd: never another process
-	// that reused the pid of one already reaped. A worker may start no
-	// process of its own (--deny-run), so the process is all there is.
-	_ = w.cmd.Process.Kill()
+	_ = w.stdin.Close()
+	_ = w.proc.Kill()
 	<-w.released
 }
 
@@ -234,16 +257,4 @@ func (w *worker) dead() bool {
 }
 
 // exitStatus describes how the process ended, once it has.
-func (w *worker) exitStatus() string {
-	var ee *exec.ExitError
-	if errors.As(w.exitErr, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return "killed by " + unix.SignalName(ws.Signal())
-		}
-		return fmt.Sprintf("exit status %d", ee.ExitCode())
-	}
-	if w.exitErr != nil {
-		return w.exitErr.Error()
-	}
-	return "exit status 0"
-}
+func (w *worker) exitStatus() string { return proc.Describe(w.exitErr) }

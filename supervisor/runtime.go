@@ -5,14 +5,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 
+	"github.com/gofrs/flock"
 	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/js"
@@ -25,6 +26,7 @@ type runtimeFiles struct {
 	pyodide   string // the pyodide npm package, symlinks resolved
 	snapshot  string // memory snapshot; "" when none could be made
 	codeCache string // DENO_DIR template with V8's code cache; "" when none
+	noDenoDir string // a DENO_DIR that cannot exist, for workers without a code cache
 }
 
 // layout names the places inside the cache directory.
@@ -38,19 +40,39 @@ func (l layout) snapshot(key string) string {
 }
 func (l layout) codeCache(key string) string { return filepath.Join(l.root, "codecache", key) }
 
+// noDenoDir is below a regular file, so no process can create it on any
+// platform. See denodir.go.
+func (l layout) noDenoDir() string { return filepath.Join(l.notADir(), "deno") }
+func (l layout) notADir() string   { return filepath.Join(l.root, "not-a-directory") }
+
 // prepare makes the runtime: the worker program, Pyodide (downloaded by
 // deno's npm resolution, the one step with write permission) and the memory
 // snapshot. Steps already done by an earlier run are skipped.
 func (s *Supervisor) prepare(ctx context.Context, progress func(string)) (*runtimeFiles, error) {
-	l := layout{s.cfg.CacheDir}
-	if err := os.MkdirAll(l.root, 0o755); err != nil {
+	if err := os.MkdirAll(s.cfg.CacheDir, 0o755); err != nil {
 		return nil, fmt.Errorf("cache directory: %w", err)
 	}
+	// Deno checks the path a file really has against its permission lists:
+	// a cache reached through a symlink (macOS's /var is /private/var)
+	// would deny every read.
+	root, err := filepath.EvalSymlinks(s.cfg.CacheDir)
+	if err != nil {
+		return nil, fmt.Errorf("cache directory: %w", err)
+	}
+	if root, err = filepath.Abs(root); err != nil {
+		return nil, fmt.Errorf("cache directory: %w", err)
+	}
+	l := layout{root}
 	unlock, err := lockDir(l.root)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
+	if _, err := os.Lstat(l.notADir()); errors.Is(err, fs.ErrNotExist) {
+		if err := os.WriteFile(l.notADir(), nil, 0o444); err != nil {
+			return nil, fmt.Errorf("cache directory: %w", err)
+		}
+	}
 
 	denoVersion, err := s.denoVersion(ctx)
 	if err != nil {
@@ -58,7 +80,7 @@ func (s *Supervisor) prepare(ctx context.Context, progress func(string)) (*runti
 	}
 	progress("deno " + denoVersion)
 
-	rt := &runtimeFiles{entry: filepath.Join(l.program(), js.Entry)}
+	rt := &runtimeFiles{entry: filepath.Join(l.program(), js.Entry), noDenoDir: l.noDenoDir()}
 	if err := writeProgram(l.program()); err != nil {
 		return nil, fmt.Errorf("write the worker program: %w", err)
 	}
@@ -173,7 +195,7 @@ func (s *Supervisor) installPyodide(ctx context.Context, l layout, version strin
 // DENO_DIR, filled with V8's code cache of what it loaded, becomes the
 // template of workers' DENO_DIRs at that path; "" gives it none.
 func (s *Supervisor) makeSnapshot(ctx context.Context, rt *runtimeFiles, path, codeCache string) error {
-	denoDir := noDenoDir
+	denoDir := rt.noDenoDir
 	if codeCache != "" {
 		if err := os.MkdirAll(filepath.Dir(codeCache), 0o755); err != nil {
 			return err
@@ -239,17 +261,15 @@ func writeFileAtomic(path string, data []byte) error {
 	return os.Rename(f.Name(), path)
 }
 
-// lockDir serialises preparation between processes sharing a cache.
+// lockDir serialises preparation between processes sharing a cache: flock
+// on Unix, LockFileEx on Windows, both released by the system if the
+// process dies.
 func lockDir(dir string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
+	lock := flock.New(filepath.Join(dir, ".lock"))
+	if err := lock.Lock(); err != nil {
 		return nil, fmt.Errorf("lock cache: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock cache: %w", err)
-	}
-	return func() { f.Close() }, nil
+	return func() { _ = lock.Unlock() }, nil
 }
 
 // denoEnv is the environment of the trusted deno processes.

@@ -91,11 +91,13 @@ type Supervisor struct {
 	wg     sync.WaitGroup // every goroutine that starts or kills workers
 
 	prep     chan struct{} // held while the runtime is being prepared
-	rt       *runtimeFiles // set once prepared, before the pool starts
+	rt       *runtimeFiles // set once prepared, before the pool begins
 	bridge   *bridge.Server
 	pkgs     *installer // set with rt
-	pool     pool
+	launch   launcher   // starts worker processes
+	pool     *pool
 	remaking atomic.Bool // the snapshot is being remade
+	memOnce  sync.Once   // the first worker's memory has been read
 }
 
 // errClosed is what calls get once Close has begun.
@@ -125,8 +127,39 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 		prep:   make(chan struct{}, 1),
 	}
 	s.metrics = newMetrics(s, cfg.Metrics, log)
+	s.launch = platformLauncher(cfg.MemoryLimit)
+	s.pool = &pool{
+		cfg:      poolConfig{Workers: cfg.Workers, Warm: cfg.Warm, Queue: cfg.Queue, QueueTimeout: cfg.QueueTimeout},
+		start:    s.startWorker,
+		ctx:      ctx,
+		wg:       &s.wg,
+		log:      log,
+		restarts: s.metrics.restarts,
+		wait:     s.metrics.poolWait,
+	}
 	s.python.Store(knownPythonVersion(cfg.CacheDir))
 	return s
+}
+
+// startWorker boots a worker for the pool.
+func (s *Supervisor) startWorker(ctx context.Context) (*worker, error) {
+	w, err := s.spawn(ctx, s.rt, false, "")
+	if err != nil {
+		return nil, err
+	}
+	if !w.restored && s.rt.snapshot != "" {
+		s.remakeSnapshot()
+	}
+	if s.cfg.MemoryLimit > 0 {
+		// Said once, at start: a limit this platform cannot watch must not
+		// be skipped in silence.
+		s.memOnce.Do(func() {
+			if _, err := w.proc.Memory(ctx); err != nil {
+				s.log.Warn("the memory limit cannot be enforced here: a worker's memory cannot be read", zap.Error(err))
+			}
+		})
+	}
+	return w, nil
 }
 
 // pythonVersion reads the Python version ("3.14") from an installed
@@ -214,10 +247,8 @@ func (s *Supervisor) ensure(ctx context.Context, progress func(string)) (*runtim
 		return nil, fmt.Errorf("package installer: %w", err)
 	}
 	s.pkgs = pkgs
-	s.pool.mu.Lock()
 	s.rt = rt
-	s.refill()
-	s.pool.mu.Unlock()
+	s.pool.begin()
 	return rt, nil
 }
 
@@ -254,11 +285,11 @@ func (s *Supervisor) Run(ctx context.Context, code string, onLine func(bridge.Li
 	if err != nil {
 		return s.installFailed(ctx, script, err, onLine)
 	}
-	w, err := s.acquire(ctx)
+	w, err := s.pool.acquire(ctx)
 	if err != nil {
 		return bridge.Result{}, err
 	}
-	defer s.retire(w)
+	defer s.pool.retire(w)
 	// The time waiting for a worker does not count against the install.
 	installCtx, cancel := s.installContext(ctx)
 	defer cancel()
@@ -308,6 +339,9 @@ func (s *Supervisor) installFailed(ctx context.Context, reqs []string, err error
 	return installError(reqs, err, onLine), nil
 }
 
+// Health reports the pool's state, for readiness checks.
+func (s *Supervisor) Health() Health { return s.pool.health() }
+
 // PythonVersion returns the major.minor version of the Python that runs calls.
 func (s *Supervisor) PythonVersion() string { return s.python.Load().(string) }
 
@@ -315,7 +349,7 @@ func (s *Supervisor) PythonVersion() string { return s.python.Load().(string) }
 // to be gone.
 func (s *Supervisor) Close(ctx context.Context) error {
 	s.cancel()
-	s.closePool()
+	s.pool.close()
 	done := make(chan struct{})
 	go func() {
 		s.wg.Wait()
