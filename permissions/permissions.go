@@ -4,6 +4,11 @@
 // are the only real boundary around user code. Everything is denied unless
 // the policy names it, prompts are off, and no code can be loaded from
 // anywhere but the local files deno was started with.
+//
+// The package is pure: it never looks at the file system. Paths in a policy
+// must already be absolute and resolved for the system deno runs on (on
+// macOS, /var/folders/... is really /private/var/folders/...); Policy.Validate
+// checks what can be checked from the text alone.
 package permissions
 
 import (
@@ -26,11 +31,14 @@ func (n Network) none() bool { return !n.All && len(n.Hosts) == 0 }
 // Policy is what a worker process may do.
 type Policy struct {
 	// Read lists the files and directories the runner may read: the Pyodide
-	// package, the snapshot, the wheels of a call. Symlinks must be resolved:
-	// deno checks the path a file really has.
+	// package, the snapshot, the wheels of a call. Each must be absolute for
+	// the target system and have its symlinks resolved (filepath.EvalSymlinks):
+	// deno checks the path a file really has. Validate refuses what deno would
+	// read differently, such as a path with a comma.
 	Read []string
 	// Program is the directory of the worker program. The process reads the
 	// runner's source from it to start the runner; the runner itself does not.
+	// It follows the same rules as Read.
 	Program string
 	// Bridge is the host:port of the supervisor's websocket. Only the
 	// process's main thread may reach it, never the runner that runs Python.
@@ -45,7 +53,9 @@ type Policy struct {
 
 // Flags returns the flags for `deno run` that enforce p on the whole process.
 // The process gets the union of what its main thread and its runner need;
-// Runner narrows the runner down to its share.
+// Runner narrows the runner down to its share. Flags does not check paths:
+// call p.Validate first, so that a bad path is a clear error rather than a
+// deno that refuses to start.
 func Flags(p Policy) []string {
 	flags := []string{
 		"--no-prompt",
@@ -119,8 +129,11 @@ func Runner(p Policy) RunnerPermissions {
 	return r
 }
 
-// join lists paths or hosts for a flag. Deno splits flag values on commas, so
-// a comma inside an entry is written as two, which deno reads back as one.
+// join lists paths or hosts for a flag. Deno splits flag values at every
+// comma, so a comma inside an entry would make it two grants. Validate and
+// ParseHost refuse such entries; for one that gets here anyway the comma is
+// doubled, which some deno versions read as one literal comma and 2.9 reads as
+// an empty entry, refusing to start: either way no grant is widened.
 func join(entries []string) string {
 	escaped := make([]string, len(entries))
 	for i, e := range entries {

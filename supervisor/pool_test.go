@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -201,9 +200,7 @@ func TestIdleWorkersKilledFromOutsideAreReplaced(t *testing.T) {
 	waitWarm(2)
 	before := denoChildren(t)
 	for _, pid := range before {
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
+		killPid(t, pid)
 	}
 	// Until the pool has seen the deaths it still counts the dead workers
 	// as warm, so wait for the processes first: both killed ones reaped and

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -157,6 +158,10 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, makeSnapshot b
 		return nil, err
 	}
 
+	if err := policy.Validate(runtime.GOOS); err != nil {
+		removePrivate()
+		return nil, fmt.Errorf("worker permissions: %w", err)
+	}
 	args := append([]string{"run"}, permissions.Flags(policy)...)
 	cmd := exec.Command(s.cfg.Deno, append(args, rt.entry)...)
 	cmd.Env = denoEnv(denoDir)

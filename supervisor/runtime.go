@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/gofrs/flock"
@@ -91,6 +92,12 @@ func (s *Supervisor) prepare(ctx context.Context, progress func(string)) (*runti
 	}
 	if rt.pyodide, err = s.installPyodide(ctx, l, pyodideVersion, progress); err != nil {
 		return nil, err
+	}
+
+	// Every worker gets these paths in its permissions: a cache directory
+	// deno cannot be given (a comma in its path) fails here, once.
+	if err := s.policy(rt, false).Validate(runtime.GOOS); err != nil {
+		return nil, fmt.Errorf("cache directory: %w", err)
 	}
 
 	key := sha256.Sum256([]byte(js.Version() + "\x00" + pyodideVersion + "\x00" + denoVersion))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"runtime"
 	"sync"
 	"testing"
@@ -73,13 +72,4 @@ func TestSoak(t *testing.T) {
 	if left := denoChildren(t); len(left) > 0 {
 		t.Errorf("deno processes left after Close: %v", left)
 	}
-}
-
-func openFDs(t *testing.T) int {
-	t.Helper()
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(entries)
 }

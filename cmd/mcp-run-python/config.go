@@ -7,7 +7,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -147,9 +147,9 @@ type flagValues struct {
 	shutdownTimeout   time.Duration
 }
 
-// newFlagSet defines the flags into v. Its output is discarded: errors are
-// returned and printed by the caller.
-func newFlagSet(v *flagValues) *pflag.FlagSet {
+// newFlagSet defines the flags into v, with help for goos. Its output is
+// discarded: errors are returned and printed by the caller.
+func newFlagSet(v *flagValues, goos string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("mcp-run-python", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
@@ -172,8 +172,8 @@ func newFlagSet(v *flagValues) *pflag.FlagSet {
 	fs.StringVar(&v.outputLimit, "output-limit", defaultOutputLimit, "output kept per call, such as 64KiB; 0 for no limit")
 	fs.StringVar(&v.codeLimit, "code-limit", defaultCodeLimit, "largest python_code accepted, such as 256KiB; 0 for no limit")
 	fs.DurationVar(&v.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "how long running calls get to finish after SIGTERM or SIGINT before they are cancelled")
-	fs.StringVar(&v.deno, "deno", "", "path of deno (default: deno on PATH, else $HOME/.deno/bin/deno)")
-	fs.StringVar(&v.cacheDir, "cache-dir", "", "runtime files and snapshots (default: the user cache directory/mcp-run-python)")
+	fs.StringVar(&v.deno, "deno", "", denoHelp(goos))
+	fs.StringVar(&v.cacheDir, "cache-dir", "", cacheDirHelp(goos))
 	fs.StringVar(&v.logLevel, "log-level", defaultLogLevel, "level of the server's own log on stderr: debug, info, warn, error")
 	fs.BoolVar(&v.version, "version", false, "print the version and exit")
 	fs.BoolVarP(&v.help, "help", "h", false, "print this help and exit")
@@ -199,7 +199,7 @@ Modes:
 Flags (each can also be set with the environment variable MCP_RUN_PYTHON_<FLAG>,
 upper case with '-' as '_', such as MCP_RUN_PYTHON_RETURN_MODE=json; the
 command line wins):
-` + newFlagSet(&v).FlagUsages()
+` + newFlagSet(&v, runtime.GOOS).FlagUsages()
 }
 
 // settingsFromEnv lists the flags that the environment may set; --help and
@@ -224,8 +224,13 @@ func envName(name string) string {
 // its environment variable when that is set and not empty. Wrong arguments
 // give a *UsageError.
 func ParseConfig(args []string, env Environment) (Config, error) {
+	return parseConfig(args, env, runtime.GOOS)
+}
+
+// parseConfig is ParseConfig with the defaults of goos, which tests choose.
+func parseConfig(args []string, env Environment, goos string) (Config, error) {
 	var v flagValues
-	fs := newFlagSet(&v)
+	fs := newFlagSet(&v, goos)
 	if err := fs.Parse(args); err != nil {
 		return Config{}, &UsageError{Err: err}
 	}
@@ -342,11 +347,11 @@ func ParseConfig(args []string, env Environment) (Config, error) {
 	}
 	deno := v.deno
 	if deno == "" {
-		deno = defaultDeno(env)
+		deno = defaultDeno(goos, env)
 	}
 	cacheDir := v.cacheDir
 	if cacheDir == "" {
-		if cacheDir, err = defaultCacheDir(env); err != nil {
+		if cacheDir, err = defaultCacheDir(goos, env); err != nil {
 			return Config{}, usageErrorf("no cache directory: %w; set --cache-dir", err)
 		}
 	}
@@ -437,35 +442,4 @@ func parseAllowNet(s string) ([]string, error) {
 		return nil, errors.New("no host given; use --disable-networking for no network at all")
 	}
 	return hosts, nil
-}
-
-// defaultDeno returns deno from PATH, else $HOME/.deno/bin/deno (where deno's
-// installer puts it), else plain "deno".
-func defaultDeno(env Environment) string {
-	if path, err := env.LookPath("deno"); err == nil {
-		if abs, err := filepath.Abs(path); err == nil {
-			return abs
-		}
-		return path
-	}
-	if home, err := env.UserHomeDir(); err == nil && home != "" {
-		return filepath.Join(home, ".deno", "bin", "deno")
-	}
-	return "deno"
-}
-
-// defaultCacheDir returns the user cache directory's mcp-run-python, falling
-// back to $HOME/.cache/mcp-run-python.
-func defaultCacheDir(env Environment) (string, error) {
-	if dir, err := env.UserCacheDir(); err == nil && dir != "" {
-		return filepath.Join(dir, "mcp-run-python"), nil
-	}
-	home, err := env.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("find home directory: %w", err)
-	}
-	if home == "" {
-		return "", errors.New("home directory unknown")
-	}
-	return filepath.Join(home, ".cache", "mcp-run-python"), nil
 }

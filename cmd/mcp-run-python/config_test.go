@@ -79,6 +79,8 @@ func defaultConfig() Config {
 	}
 }
 
+// TestParseConfig runs on every host with Linux's defaults; the defaults of
+// each system are tested in paths_test.go.
 func TestParseConfig(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -165,6 +167,12 @@ func TestParseConfig(t *testing.T) {
 			func(c *Config) { c.Supervisor.Deno = "/home/u/.deno/bin/deno" }},
 		{"cache dir from home", []string{"stdio"}, fakeEnv{denoPath: "/usr/bin/deno", home: "/home/u"},
 			func(c *Config) { c.Supervisor.CacheDir = "/home/u/.cache/mcp-run-python" }},
+		{"deno from DENO_INSTALL when not on PATH", []string{"stdio"},
+			withVars(fakeEnv{cacheDir: "/home/u/.cache", home: "/home/u"}, map[string]string{"DENO_INSTALL": "/opt/deno"}),
+			func(c *Config) { c.Supervisor.Deno = "/opt/deno/bin/deno" }},
+		{"MCP_RUN_PYTHON_DENO wins over discovery", []string{"stdio"},
+			withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_DENO": "/x/deno", "DENO_INSTALL": "/opt/deno"}),
+			func(c *Config) { c.Supervisor.Deno = "/x/deno" }},
 		{"env sets flags", []string{"stdio"}, withVars(standardEnv(), map[string]string{
 			"MCP_RUN_PYTHON_PORT":               "9000",
 			"MCP_RUN_PYTHON_RETURN_MODE":        "json",
@@ -197,7 +205,7 @@ func TestParseConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseConfig(tt.args, tt.env.environment())
+			got, err := parseConfig(tt.args, tt.env.environment(), "linux")
 			if err != nil {
 				t.Fatalf("ParseConfig(%q): %v", tt.args, err)
 			}
@@ -267,7 +275,7 @@ func TestParseConfigUsageErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseConfig(tt.args, tt.env.environment())
+			_, err := parseConfig(tt.args, tt.env.environment(), "linux")
 			var usage *UsageError
 			if !errors.As(err, &usage) {
 				t.Fatalf("ParseConfig(%q) error = %v, want a *UsageError", tt.args, err)

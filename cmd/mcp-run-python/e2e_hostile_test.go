@@ -411,7 +411,6 @@ func hostileCases() []hostileCase {
 		{name: "deno_read_worker_program", code: "import js\njs.Deno.readTextFileSync('$PROGRAM/worker.ts')"},
 		{name: "deno_read_proc_environ", code: "import js\njs.Deno.readFileSync('/proc/self/environ')"},
 		{name: "deno_read_dotdot", code: "import js\njs.Deno.readTextFileSync('$PYODIDE/../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../etc/passwd')"},
-		{name: "deno_read_stdin_secret", code: "import js\nbuf = js.Uint8Array.new(1024)\nstr(js.Deno.stdin.readSync(buf))"},
 		{name: "deno_exec_path", code: "import js\njs.Deno.execPath()"},
 		{name: "deno_write_tmp", code: "import js\njs.Deno.writeTextFileSync('/tmp/mcp-run-python-hostile.txt', 'x')"},
 		{name: "deno_write_pyodide", code: "import js\njs.Deno.writeTextFileSync('$PYODIDE/poison.mjs', 'poisoned')"},
@@ -517,6 +516,10 @@ await failed`},
 		{name: "keyboard_interrupt_ignored", server: serverImpatient, code: "while True:\n    try:\n        while True:\n            pass\n    except KeyboardInterrupt:\n        pass"},
 		{name: "sigint_ignored", server: serverImpatient, code: "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"},
 		{name: "js_busy_loop", server: serverImpatient, code: "import js\njs.eval('for (;;) {}')"},
+		// stdin is the worker's lifeline, held open by the server: the
+		// secret on its first line was read before any code ran, and a read
+		// of what follows waits for the server to go away.
+		{name: "deno_read_stdin_secret", server: serverImpatient, code: "import js\nbuf = js.Uint8Array.new(1024)\nstr(js.Deno.stdin.readSync(buf))"},
 		{name: "asyncio_sleep_forever", server: serverImpatient, code: "import asyncio\nawait asyncio.sleep(10**6)"},
 
 		// The standard streams.

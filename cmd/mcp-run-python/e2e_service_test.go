@@ -146,7 +146,9 @@ func testStdioSIGTERM(t *testing.T, s *e2eSetup) {
 			break
 		}
 	}
-	if err := syscall.Kill(c.pid, syscall.SIGTERM); err != nil {
+	if p, err := os.FindProcess(c.pid); err != nil {
+		t.Fatal(err)
+	} else if err := p.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -1,0 +1,212 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zaptest"
+)
+
+// standIns is the pool's seam in these tests: each worker is this test
+// binary as a helper process (see TestHelperProcess) started through the
+// platform layer, so the pool is tested alone, fast, with real processes.
+type standIns struct {
+	fail atomic.Pointer[error] // while set, starts fail with it
+	live atomic.Int32
+	peak atomic.Int32
+}
+
+func (f *standIns) start(ctx context.Context) (*worker, error) {
+	if err := f.fail.Load(); err != nil {
+		return nil, *err
+	}
+	n := f.live.Add(1)
+	for p := f.peak.Load(); n > p && !f.peak.CompareAndSwap(p, n); p = f.peak.Load() {
+	}
+	w, err := startHelperWorker(func() { f.live.Add(-1) })
+	if err != nil {
+		f.live.Add(-1)
+	}
+	return w, err
+}
+
+func (f *standIns) failWith(err error) {
+	if err == nil {
+		f.fail.Store(nil)
+	} else {
+		f.fail.Store(&err)
+	}
+}
+
+// newTestPool returns a begun pool of stand-in workers; its cleanup closes
+// it and checks that no process is left.
+func newTestPool(t *testing.T, cfg poolConfig) (*pool, *standIns) {
+	t.Helper()
+	f := &standIns{}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	p := &pool{
+		cfg:      cfg,
+		start:    f.start,
+		ctx:      ctx,
+		wg:       &wg,
+		log:      zaptest.NewLogger(t),
+		restarts: prometheus.NewCounter(prometheus.CounterOpts{Name: "restarts"}),
+		wait:     prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wait"}),
+	}
+	t.Cleanup(func() {
+		cancel()
+		p.close()
+		wg.Wait()
+		if n := f.live.Load(); n != 0 {
+			t.Errorf("%d stand-in workers left after close", n)
+		}
+	})
+	p.begin()
+	return p, f
+}
+
+// waitFor polls the pool's health until ok, for at most 10 s.
+func waitFor(t *testing.T, p *pool, what string, ok func(Health) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for h := p.health(); !ok(h); h = p.health() {
+		if time.Now().After(deadline) {
+			t.Fatalf("pool never %s: %+v", what, h)
+		}
+		time.Sleep(5 * time.Millisecond) // bounded polling of the pool's state
+	}
+}
+
+func acquire(t *testing.T, p *pool) *worker {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	w, err := p.acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func TestPoolKeepsWarmWorkersWithinTheLiveLimit(t *testing.T) {
+	p, f := newTestPool(t, poolConfig{Workers: 3, Warm: 1, Queue: 1, QueueTimeout: 200 * time.Millisecond})
+	waitFor(t, p, "had one warm worker", func(h Health) bool { return h.Warm == 1 && h.Starting == 0 })
+	if n := f.live.Load(); n != 1 {
+		t.Errorf("%d workers alive with Warm 1 and no call, want 1", n)
+	}
+	// Beyond the warm one, workers start on demand up to the live limit.
+	var taken []*worker
+	for range 3 {
+		taken = append(taken, acquire(t, p))
+	}
+	if _, err := p.acquire(context.Background()); !errors.Is(err, ErrQueueTimeout) {
+		t.Errorf("a fourth call with three busy workers: %v, want ErrQueueTimeout", err)
+	}
+	for _, w := range taken {
+		if w.dead() {
+			t.Error("a call got a dead worker")
+		}
+		p.retire(w)
+	}
+	waitFor(t, p, "settled after the calls", func(h Health) bool { return h.Warm == 1 && h.Busy == 0 && h.Starting == 0 })
+	if peak := f.peak.Load(); peak > 3 {
+		t.Errorf("%d workers alive at once, want at most 3", peak)
+	}
+}
+
+func TestPoolQueueIsFirstComeFirstServed(t *testing.T) {
+	p, _ := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 2})
+	busy := acquire(t, p)
+	order := make(chan int, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() {
+			w := acquire(t, p)
+			order <- i
+			p.retire(w)
+		})
+		waitFor(t, p, "queued the call", func(h Health) bool { return h.Waiting == i+1 })
+	}
+	if _, err := p.acquire(context.Background()); !errors.Is(err, ErrQueueFull) {
+		t.Errorf("a call beyond the queue: %v, want ErrQueueFull", err)
+	}
+	p.retire(busy)
+	wg.Wait()
+	if first, second := <-order, <-order; first != 0 || second != 1 {
+		t.Errorf("served %d then %d, want 0 then 1", first, second)
+	}
+}
+
+func TestPoolWaitEndsWithTheCallersContext(t *testing.T) {
+	p, _ := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 1})
+	busy := acquire(t, p)
+	defer p.retire(busy)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := p.acquire(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a waiting call whose context ended: %v", err)
+	}
+	if h := p.health(); h.Waiting != 0 {
+		t.Errorf("the call still waits: %+v", h)
+	}
+}
+
+func TestPoolBacksOffFailedStartsAndRecovers(t *testing.T) {
+	p, f := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 1, QueueTimeout: 300 * time.Millisecond})
+	waitFor(t, p, "warmed up", func(h Health) bool { return h.Warm == 1 })
+	f.failWith(errors.New("deno is broken"))
+	p.retire(acquire(t, p))
+
+	_, err := p.acquire(context.Background())
+	if !errors.Is(err, ErrQueueTimeout) || !strings.Contains(err.Error(), "deno is broken") {
+		t.Errorf("a call while workers cannot start: %v, want ErrQueueTimeout naming the reason", err)
+	}
+	if h := p.health(); h.Ready || h.Err != "deno is broken" {
+		t.Errorf("health while workers cannot start: %+v", h)
+	}
+	f.failWith(nil)
+	waitFor(t, p, "recovered", func(h Health) bool { return h.Ready && h.Err == "" })
+}
+
+func TestPoolReplacesWorkersThatDieIdle(t *testing.T) {
+	p, _ := newTestPool(t, poolConfig{Workers: 2, Warm: 2, Queue: 1})
+	waitFor(t, p, "had two warm workers", func(h Health) bool { return h.Warm == 2 })
+	p.mu.Lock()
+	idle := append([]*worker(nil), p.warm...)
+	p.mu.Unlock()
+	for _, w := range idle {
+		if err := w.proc.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Whether the pool has seen the deaths yet or not, no call gets a
+	// dead worker.
+	for range 2 {
+		w := acquire(t, p)
+		if w.dead() {
+			t.Error("a call got a worker that died idle")
+		}
+		p.retire(w)
+	}
+	waitFor(t, p, "replaced them", func(h Health) bool { return h.Warm == 2 })
+}
+
+func TestPoolCloseEndsItsWorkers(t *testing.T) {
+	p, f := newTestPool(t, poolConfig{Workers: 2, Warm: 2, Queue: 1})
+	waitFor(t, p, "had two warm workers", func(h Health) bool { return h.Warm == 2 })
+	p.close()
+	if _, err := p.acquire(context.Background()); !errors.Is(err, errClosed) {
+		t.Errorf("acquire after close: %v, want errClosed", err)
+	}
+	p.wg.Wait()
+	if n := f.live.Load(); n != 0 {
+		t.Errorf("%d workers alive after close", n)
+	}
+}
