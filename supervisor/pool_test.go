@@ -3,11 +3,11 @@ package supervisor
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,18 +16,18 @@ import (
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 )
 
-// hangingDeno returns a deno wrapper whose `deno run` hangs without ever
-// connecting while the returned flag file exists: a worker that never connects.
-func hangingDeno(t *testing.T) (deno, flag string) {
-	t.Helper()
-	dir := t.TempDir()
-	flag = filepath.Join(dir, "hang")
-	deno = filepath.Join(dir, "deno")
-	script := "#!/bin/sh\nif [ \"$1\" = run ] && [ -e " + flag + " ]; then exec sleep 600; fi\nexec " + testDeno(t) + " \"$@\"\n"
-	if err := os.WriteFile(deno, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
+// hangingLauncher launches workers that never connect while hang is set:
+// the command becomes a stand-in (see TestHelperProcess) that waits on its
+// stdin, with the same pipes.
+func hangingLauncher(hang *atomic.Bool) launcher {
+	platform := platformLauncher(0)
+	return func(cmd *exec.Cmd) (process, error) {
+		if hang.Load() {
+			stand := helperCommand("worker")
+			cmd.Path, cmd.Args, cmd.Env = stand.Path, stand.Args, stand.Env
+		}
+		return platform(cmd)
 	}
-	return deno, flag
 }
 
 func TestWorkersThatNeverConnect(t *testing.T) {
@@ -35,15 +35,14 @@ func TestWorkersThatNeverConnect(t *testing.T) {
 	if err := start(t, Config{Workers: 1}).Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	deno, flag := hangingDeno(t)
-	if err := os.WriteFile(flag, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	var hang atomic.Bool
+	hang.Store(true)
 	// StartTimeout must fail hanging workers well before the queue times
 	// out, yet let a real worker start on a loaded machine: a worker takes
 	// about 0.5 s on two idle cores.
-	cfg := Config{Deno: deno, CacheDir: testCache(t), Workers: 1, StartTimeout: 2 * time.Second, QueueTimeout: 6 * time.Second}
+	cfg := Config{Deno: testDeno(t), CacheDir: testCache(t), Workers: 1, StartTimeout: 2 * time.Second, QueueTimeout: 6 * time.Second}
 	s := New(cfg, zaptest.NewLogger(t))
+	s.launch = hangingLauncher(&hang)
 	t.Cleanup(func() {
 		if err := s.Close(context.Background()); err != nil {
 			t.Error(err)
@@ -62,9 +61,7 @@ func TestWorkersThatNeverConnect(t *testing.T) {
 	}
 
 	// Workers can start again: the pool recovers by itself.
-	if err := os.Remove(flag); err != nil {
-		t.Fatal(err)
-	}
+	hang.Store(false)
 	deadline := time.Now().Add(40 * time.Second)
 	for !s.Health().Ready {
 		if time.Now().After(deadline) {
