@@ -5,7 +5,8 @@
 //
 //	mcp-run-python [flags] stdio|streamable_http|streamable_http_stateless|sse|warmup|example
 //
-// Run it with -h for the flags.
+// Run it with -h for the flags. Started by Windows' Service Control Manager,
+// it runs as a Windows service.
 package main
 
 import (
@@ -15,9 +16,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime/debug"
+	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -59,6 +59,21 @@ json.loads(json.dumps({
 `
 
 func main() {
+	program := func(ctx context.Context, extraArgs []string, std streams) int {
+		return run(ctx, slices.Concat(os.Args[1:], extraArgs), std, OSEnvironment(), newSupervisor)
+	}
+	// Started by Windows' Service Control Manager, the program stops on its
+	// requests rather than on the signals below (service_windows.go says why).
+	if status, ok := runAsService(program); ok {
+		os.Exit(status)
+	}
+	// On Windows, which has no kill -TERM, Go delivers Ctrl-C and Ctrl-Break
+	// as os.Interrupt, and the closing of the console window, logoff and
+	// shutdown as syscall.SIGTERM, so these two cover a console program
+	// there as well. After those last three Windows ends the process a few
+	// seconds later whatever it is doing, so the graceful shutdown gets only
+	// that long. Another program stops the server gracefully with Ctrl-Break
+	// to its process group (GenerateConsoleCtrlEvent), or as a service.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// The first signal starts a graceful shutdown; stop restores the default
 	// behaviour, so that a second one ends the program at once.
@@ -69,11 +84,19 @@ func main() {
 	// with EPIPE, which the logger and the transport already handle, and the
 	// server shuts down as after any other end of stdin. Workers inherit the
 	// disposition, which changes nothing: deno ignores SIGPIPE itself.
+	// Windows has no SIGPIPE (a write to a closed pipe just fails), and Go
+	// defines syscall.SIGPIPE there only for portable code like this line,
+	// which does nothing there.
 	signal.Ignore(syscall.SIGPIPE)
-	code := run(ctx, os.Args[1:], streams{in: os.Stdin, out: os.Stdout, err: os.Stderr}, OSEnvironment(), newSupervisor)
+	status := program(ctx, nil, streams{in: os.Stdin, out: os.Stdout, err: os.Stderr})
 	stop()
-	os.Exit(code)
+	os.Exit(status)
 }
+
+// programFunc runs the program with the command line's arguments followed
+// by extraArgs, and returns its exit status. main runs it as a console
+// program or hands it to runAsService.
+type programFunc func(ctx context.Context, extraArgs []string, std streams) int
 
 // engine is what the program needs of the supervisor.
 type engine interface {
@@ -112,13 +135,13 @@ func run(ctx context.Context, args []string, std streams, env Environment, newEn
 		fmt.Fprintf(std.err, "mcp-run-python: %v\n\n%s", err, usageText())
 		return exitUsage
 	}
-	version := buildVersion()
+	build := binaryVersion()
 	switch {
 	case cfg.Help:
 		fmt.Fprint(std.out, usageText())
 		return exitOK
 	case cfg.Version:
-		fmt.Fprintf(std.out, "mcp-run-python %s\n", version)
+		fmt.Fprint(std.out, build.text())
 		return exitOK
 	}
 
@@ -139,9 +162,9 @@ func run(ctx context.Context, args []string, std streams, env Environment, newEn
 
 	switch cfg.Mode {
 	case ModeWarmup:
-		return warmup(ctx, eng, std.err, version)
+		return warmup(ctx, eng, std.err, build.Version)
 	case ModeExample:
-		return example(ctx, eng, std, version)
+		return example(ctx, eng, std, build.Version)
 	}
 
 	// Start returns at once by contract; it still runs on its own goroutine
@@ -152,7 +175,7 @@ func run(ctx context.Context, args []string, std streams, env Environment, newEn
 		eng.Start(ctx)
 	}()
 	o := serverOptions{
-		Version:    version,
+		Version:    build.Version,
 		Runner:     eng,
 		ReturnMode: cfg.ReturnMode,
 		Log:        log,
@@ -250,15 +273,4 @@ func newLogger(level zapcore.Level, w io.Writer) *zap.Logger {
 	sink := zapcore.Lock(zapcore.AddSync(w))
 	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), sink, level)
 	return zap.New(core, zap.ErrorOutput(sink)).Named("mcp-run-python")
-}
-
-// buildVersion returns the module version the binary was built from
-// (go install ...@v1.2.3 records it), or "dev".
-func buildVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		if v := info.Main.Version; v != "" && v != "(devel)" {
-			return strings.TrimPrefix(v, "v")
-		}
-	}
-	return "dev"
 }
