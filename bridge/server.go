@@ -18,43 +18,85 @@ import (
 )
 
 // helloTimeout bounds how long a connection may stay silent before proving
-// who it is, so that stray or hostile clients cannot hold sockets open.
-const helloTimeout = 10 * time.Second
+// who it is. A worker sends its hello as soon as its socket opens, so a
+// connection that has not within this time is a stray or hostile one.
+const helloTimeout = 2 * time.Second
 
-// Server is the websocket endpoint that workers dial. It listens on the
-// loopback interface only and hands each connection to whoever expects its
+// helloLimit is the largest first frame read: a hello is a few dozen bytes,
+// and a connection that has not proved itself gets no more.
+const helloLimit = 4 << 10
+
+// maxPending bounds the connections that have not said hello yet. Past it,
+// the oldest of them is dropped: a worker says hello at once, so the oldest
+// is the likeliest to be a flood's; and the server never holds more than
+// this many file descriptors for strangers.
+const maxPending = 16
+
+// SocketHost is the host in the URL of a bridge that listens on a Unix
+// socket. The worker's WebSocket needs a URL to dial, and deno checks it
+// against its permissions, but the connection goes over the socket: the
+// address is from TEST-NET-1 (RFC 5737), which leads nowhere if anything
+// ever dials it.
+const SocketHost = "192.0.2.1:80"
+
+// Server is the websocket endpoint that workers dial, on a Unix socket or on
+// the loopback interface. It hands each connection to whoever expects its
 // secret; a connection with an unknown or already used secret is refused.
 type Server struct {
 	log       *zap.Logger
 	readLimit int64
-	ln        net.Listener
+	ln        *pendingListener
+	socket    string
 	http      *http.Server
 
 	mu       sync.Mutex
 	expected map[[sha256.Size]byte]chan *Conn // by the secret's hash, so lookups leak no timing about it
 }
 
-// Listen starts a Server on 127.0.0.1 at a free port. readLimit is the
-// largest frame accepted from a worker; it must hold the memory snapshot and
-// the longest output line a call may print.
-func Listen(log *zap.Logger, readLimit int64) (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// Listen starts a Server on the Unix socket at path socket, or, when socket
+// is "", on 127.0.0.1 at a free port. A Unix socket keeps the bridge out of
+// reach of any code that may not open that path: workers' Python code never
+// can, whatever network it is allowed. readLimit is the largest frame
+// accepted from a worker that said hello; it must hold the memory snapshot
+// and the longest output line a call may print.
+func Listen(log *zap.Logger, readLimit int64, socket string) (*Server, error) {
+	network, address := "tcp", "127.0.0.1:0"
+	if socket != "" {
+		network, address = "unix", socket
+	}
+	ln, err := net.Listen(network, address)
 	if err != nil {
 		return nil, fmt.Errorf("bridge: listen: %w", err)
 	}
 	s := &Server{
 		log:       log,
 		readLimit: readLimit,
-		ln:        ln,
+		ln:        newPendingListener(ln, maxPending),
+		socket:    socket,
 		expected:  make(map[[sha256.Size]byte]chan *Conn),
 	}
-	s.http = &http.Server{Handler: s, ReadHeaderTimeout: helloTimeout, ErrorLog: zap.NewStdLog(log)}
-	go func() { _ = s.http.Serve(ln) }()
+	s.http = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: helloTimeout,
+		ErrorLog:          zap.NewStdLog(log),
+		ConnContext:       withPending,
+	}
+	go func() { _ = s.http.Serve(s.ln) }()
 	return s, nil
 }
 
-// Addr returns the host:port the server listens on.
-func (s *Server) Addr() string { return s.ln.Addr().String() }
+// Socket returns the path of the Unix socket the server listens on, or ""
+// when it listens on TCP.
+func (s *Server) Socket() string { return s.socket }
+
+// Addr returns the host:port in the URL workers dial: the TCP address the
+// server listens on, or SocketHost for a Unix socket.
+func (s *Server) Addr() string {
+	if s.socket != "" {
+		return SocketHost
+	}
+	return s.ln.Addr().String()
+}
 
 // URL returns the websocket URL workers dial.
 func (s *Server) URL() string { return "ws://" + s.Addr() + "/" }
@@ -103,8 +145,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("bridge: refused a connection that is not a websocket", zap.String("remote", r.RemoteAddr), zap.Error(err))
 		return
 	}
-	ws.SetReadLimit(s.readLimit)
-
+	ws.SetReadLimit(helloLimit)
 	ctx, cancel := context.WithTimeout(r.Context(), helloTimeout)
 	secret, err := readHello(ctx, ws)
 	cancel()
@@ -126,6 +167,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ws.Close(websocket.StatusPolicyViolation, "unknown secret")
 		return
 	}
+	markProved(r.Context())
+	ws.SetReadLimit(s.readLimit)
 	c := newConn(ws)
 	ch <- c
 	// The connection belongs to its new owner; the handler only keeps the

@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
+	"net/http"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +20,7 @@ import (
 func listen(t *testing.T) (*Server, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zap.WarnLevel)
-	s, err := Listen(zap.New(core), 1<<20)
+	s, err := Listen(zap.New(core), 1<<20, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +323,7 @@ func TestConnectionsEndingBeforeHello(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			core, logs := observer.New(zap.DebugLevel)
-			s, err := Listen(zap.New(core), 1<<20)
+			s, err := Listen(zap.New(core), 1<<20, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -337,4 +341,122 @@ func TestConnectionsEndingBeforeHello(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestUnixSocketBridge(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the bridge listens on TCP on Windows")
+	}
+	socket := filepath.Join(t.TempDir(), "bridge.sock")
+	s, err := Listen(zap.NewNop(), 1<<20, socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Socket() != socket || s.Addr() != SocketHost {
+		t.Errorf("Socket %q Addr %q, want %q and %q", s.Socket(), s.Addr(), socket, SocketHost)
+	}
+	secret := NewSecret()
+	connected, withdraw := s.Expect(secret)
+	defer withdraw()
+	client := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, s.URL(), &websocket.DialOptions{HTTPClient: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	send(t, ws, Message{Type: TypeHello, Secret: secret})
+	select {
+	case c := <-connected:
+		c.Close()
+	case <-ctx.Done():
+		t.Fatal("the worker's connection over the socket was not handed over")
+	}
+}
+
+// Code that may reach a TCP bridge (on Windows) can open connections to it
+// by the thousand; strangers must cost the server a few descriptors, and a
+// worker must still get through.
+func TestStrangersHoldFewDescriptors(t *testing.T) {
+	s, _ := listen(t)
+	var strangers []net.Conn
+	defer func() {
+		for _, c := range strangers {
+			c.Close()
+		}
+	}()
+	for range 10 * maxPending {
+		c, err := net.Dial("tcp", s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		strangers = append(strangers, c)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		// The server has seen them all once it holds the limit.
+		s.ln.mu.Lock()
+		n := len(s.ln.pending)
+		s.ln.mu.Unlock()
+		if n == maxPending {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pending connections, want %d", n, maxPending)
+		}
+		time.Sleep(10 * time.Millisecond) // bounded polling of the listener
+	}
+	start := time.Now()
+	secret := NewSecret()
+	connected, withdraw := s.Expect(secret)
+	defer withdraw()
+	send(t, dial(t, s), Message{Type: TypeHello, Secret: secret})
+	select {
+	case c := <-connected:
+		c.Close()
+	case <-time.After(5 * time.Second):
+		t.Fatal("a worker could not get through the strangers")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("a worker took %v to get through", d)
+	}
+	s.ln.mu.Lock()
+	n := len(s.ln.pending)
+	s.ln.mu.Unlock()
+	if n > maxPending {
+		t.Errorf("%d strangers held, want at most %d", n, maxPending)
+	}
+}
+
+func TestHellosMustBeSmallAndPrompt(t *testing.T) {
+	t.Run("a big first frame", func(t *testing.T) {
+		s, _ := listen(t)
+		ws := dial(t, s)
+		_ = ws.Write(context.Background(), websocket.MessageText, make([]byte, 2*helloLimit))
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, _, err := ws.Read(ctx); websocket.CloseStatus(err) != websocket.StatusMessageTooBig {
+			t.Errorf("read after a big hello: %v, want a message-too-big close", err)
+		}
+	})
+	t.Run("silence", func(t *testing.T) {
+		s, _ := listen(t)
+		ws := dial(t, s)
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*helloTimeout)
+		defer cancel()
+		if _, _, err := ws.Read(ctx); err == nil || ctx.Err() != nil {
+			t.Fatalf("a silent connection was kept past %v: %v", 3*helloTimeout, err)
+		}
+		if d := time.Since(start); d < helloTimeout/2 {
+			t.Errorf("dropped after %v, before its time", d)
+		}
+	})
 }

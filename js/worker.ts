@@ -19,8 +19,13 @@ import type { Init } from "./runner.ts";
 interface Config {
   /** One-time secret for the bridge's hello frame. */
   secret: string;
-  /** The bridge's websocket URL, ws://127.0.0.1:PORT/. */
+  /** The bridge's websocket URL: ws://127.0.0.1:PORT/, or a placeholder for `socket`. */
   bridge: string;
+  /**
+   * The Unix socket the bridge listens on, where deno has them. Only this
+   * process may open it: the runner has no read or write permission on it.
+   */
+  socket?: string;
   /** Passed to the runner. */
   init: Init;
   /** The runner's permissions: never more than this process has. */
@@ -40,7 +45,12 @@ const config: Config = JSON.parse(head.slice(0, head.indexOf("\n")));
   Deno.exit(0);
 })();
 
-const ws = new WebSocket(config.bridge);
+// Deno's WebSocket takes an HTTP client, whose proxy may be a Unix socket.
+const ws = config.socket
+  ? new WebSocket(config.bridge, {
+    client: Deno.createHttpClient({ proxy: { transport: "unix", path: config.socket } }),
+  })
+  : new WebSocket(config.bridge);
 ws.binaryType = "arraybuffer";
 const opened = new Promise<void>((resolve, reject) => {
   ws.onopen = () => resolve();

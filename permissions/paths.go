@@ -18,8 +18,8 @@ func (e *PathError) Error() string {
 	return fmt.Sprintf("path %q cannot be given to deno on %s: %s", e.Path, e.GOOS, e.Reason)
 }
 
-// Validate checks, with CheckPath, every path that p would give deno: Program
-// and each of Read. It returns the first problem, so that the supervisor can
+// Validate checks, with CheckPath, every path that p would give deno: Program,
+// each of Read and the bridge's socket. It returns the first problem, so that the supervisor can
 // refuse to start a worker with a clear message instead of handing deno a
 // permission it would read differently. goos is the system deno runs on,
 // runtime.GOOS in production.
@@ -32,6 +32,11 @@ func (p Policy) Validate(goos string) error {
 	for _, path := range p.Read {
 		if err := CheckPath(goos, path); err != nil {
 			return fmt.Errorf("read permission: %w", err)
+		}
+	}
+	if p.Bridge.Socket != "" {
+		if err := CheckPath(goos, p.Bridge.Socket); err != nil {
+			return fmt.Errorf("bridge socket: %w", err)
 		}
 	}
 	return nil

@@ -22,8 +22,25 @@ import (
 
 // Network says which hosts code may connect to. The zero value allows none.
 type Network struct {
-	All   bool     // any host
+	All   bool     // any host but those in Deny
 	Hosts []string // host or host:port entries, when not All
+	// Deny lists what stays out of reach with All: IPv4 addresses and
+	// networks (127.0.0.0/8) and bracketed IPv6 addresses ([::1]). Deno
+	// checks them against the addresses a name resolves to, so no name
+	// leads around them. They bind the whole process, the bridge's
+	// connection included: a TCP bridge must not be in them.
+	Deny []string
+}
+
+// Bridge is how a worker process's main thread reaches the supervisor.
+type Bridge struct {
+	// Addr is the host:port that the main thread's WebSocket URL names.
+	Addr string
+	// Socket is the path of the Unix socket the connection really goes
+	// over, if any. Deno opens a Unix socket only with read and write
+	// permission on its path, so the process gets both on that one path,
+	// and the runner, which never has them, cannot reach the bridge at all.
+	Socket string
 }
 
 func (n Network) none() bool { return !n.All && len(n.Hosts) == 0 }
@@ -40,9 +57,9 @@ type Policy struct {
 	// runner's source from it to start the runner; the runner itself does not.
 	// It follows the same rules as Read.
 	Program string
-	// Bridge is the host:port of the supervisor's websocket. Only the
-	// process's main thread may reach it, never the runner that runs Python.
-	Bridge string
+	// Bridge is the supervisor's websocket. Only the process's main thread
+	// may reach it, never the runner that runs Python.
+	Bridge Bridge
 	// Network is what the runner, and so user code, may reach.
 	Network Network
 	// CodeCache lets deno keep V8's code cache in its DENO_DIR, which it
@@ -64,13 +81,15 @@ func Flags(p Policy) []string {
 		"--no-config", // the runtime directory's deno.json is for the trusted install only
 		"--no-lock",
 		"--unstable-worker-options", // lets the runner have fewer permissions than the process
-		"--deny-write",
-		"--deny-env",
-		"--deny-run",
-		"--deny-ffi",
-		"--deny-sys",
-		"--deny-import",
 	}
+	if p.Bridge.Socket != "" {
+		// Deno's condition for opening the socket: writing to the path
+		// itself is refused by the system, since it is no regular file.
+		flags = append(flags, "--allow-write="+join([]string{p.Bridge.Socket}))
+	} else {
+		flags = append(flags, "--deny-write")
+	}
+	flags = append(flags, "--deny-env", "--deny-run", "--deny-ffi", "--deny-sys", "--deny-import")
 	if !p.CodeCache {
 		flags = append(flags, "--no-code-cache")
 	}
@@ -79,14 +98,20 @@ func Flags(p Policy) []string {
 	} else {
 		flags = append(flags, "--deny-read")
 	}
+	hosts := slices.Clone(p.Network.Hosts)
+	if p.Bridge.Addr != "" {
+		hosts = append(hosts, p.Bridge.Addr)
+	}
+	if p.Bridge.Socket != "" {
+		hosts = append(hosts, "unix:"+p.Bridge.Socket)
+	}
 	switch {
 	case p.Network.All:
 		flags = append(flags, "--allow-net")
-	case p.Bridge != "" || len(p.Network.Hosts) > 0:
-		hosts := slices.Clone(p.Network.Hosts)
-		if p.Bridge != "" {
-			hosts = append(hosts, p.Bridge)
+		if len(p.Network.Deny) > 0 {
+			flags = append(flags, "--deny-net="+join(p.Network.Deny))
 		}
+	case len(hosts) > 0:
 		flags = append(flags, "--allow-net="+join(hosts))
 	default:
 		flags = append(flags, "--deny-net")
@@ -95,10 +120,14 @@ func Flags(p Policy) []string {
 }
 
 func processReads(p Policy) []string {
-	if p.Program == "" {
-		return p.Read
+	reads := slices.Clone(p.Read)
+	if p.Program != "" {
+		reads = append([]string{p.Program}, reads...)
 	}
-	return append([]string{p.Program}, p.Read...)
+	if p.Bridge.Socket != "" {
+		reads = append(reads, p.Bridge.Socket)
+	}
+	return reads
 }
 
 // RunnerPermissions is Deno's Worker permission object for the runner.

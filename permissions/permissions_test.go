@@ -7,16 +7,23 @@ import (
 	"testing"
 )
 
-// lockdown is what every worker process gets whatever its policy.
-var lockdown = []string{
-	"--no-prompt", "--no-remote", "--no-npm", "--no-config", "--no-lock", "--unstable-worker-options",
-	"--deny-write", "--deny-env", "--deny-run", "--deny-ffi", "--deny-sys", "--deny-import",
+// lockdown is what every worker process gets whatever its policy, with the
+// write flag in place of %s: denied, or the bridge's socket alone.
+func lockdown(write string) []string {
+	if write == "" {
+		write = "--deny-write"
+	}
+	return []string{
+		"--no-prompt", "--no-remote", "--no-npm", "--no-config", "--no-lock", "--unstable-worker-options",
+		write, "--deny-env", "--deny-run", "--deny-ffi", "--deny-sys", "--deny-import",
+	}
 }
 
 func TestFlags(t *testing.T) {
 	tests := []struct {
 		name   string
 		policy Policy
+		write  string   // the write flag; "" for --deny-write
 		want   []string // after the lockdown flags
 	}{
 		{
@@ -26,17 +33,17 @@ func TestFlags(t *testing.T) {
 		},
 		{
 			name:   "runtime files and bridge, no network",
-			policy: Policy{Read: []string{"/c/pyodide", "/c/snap.bin"}, Program: "/c/js", Bridge: "127.0.0.1:4000"},
+			policy: Policy{Read: []string{"/c/pyodide", "/c/snap.bin"}, Program: "/c/js", Bridge: Bridge{Addr: "127.0.0.1:4000"}},
 			want:   []string{"--no-code-cache", "--allow-read=/c/js,/c/pyodide,/c/snap.bin", "--allow-net=127.0.0.1:4000"},
 		},
 		{
 			name:   "network for user code includes everything",
-			policy: Policy{Read: []string{"/p"}, Bridge: "127.0.0.1:4000", Network: Network{All: true}},
+			policy: Policy{Read: []string{"/p"}, Bridge: Bridge{Addr: "127.0.0.1:4000"}, Network: Network{All: true}},
 			want:   []string{"--no-code-cache", "--allow-read=/p", "--allow-net"},
 		},
 		{
 			name:   "some hosts plus the bridge",
-			policy: Policy{Read: []string{"/p"}, Bridge: "127.0.0.1:4000", Network: Network{Hosts: []string{"example.com:443", "10.0.0.1"}}},
+			policy: Policy{Read: []string{"/p"}, Bridge: Bridge{Addr: "127.0.0.1:4000"}, Network: Network{Hosts: []string{"example.com:443", "10.0.0.1"}}},
 			want:   []string{"--no-code-cache", "--allow-read=/p", "--allow-net=example.com:443,10.0.0.1,127.0.0.1:4000"},
 		},
 		{
@@ -45,20 +52,40 @@ func TestFlags(t *testing.T) {
 			want:   []string{"--no-code-cache", "--allow-read=/a,,b", "--deny-net"},
 		},
 		{
+			name:   "a socket bridge, no network: only its path, and unix: to open it",
+			policy: Policy{Read: []string{"/p"}, Bridge: Bridge{Addr: "192.0.2.1:80", Socket: "/run/x/bridge.sock"}},
+			write:  "--allow-write=/run/x/bridge.sock",
+			want:   []string{"--no-code-cache", "--allow-read=/p,/run/x/bridge.sock", "--allow-net=192.0.2.1:80,unix:/run/x/bridge.sock"},
+		},
+		{
+			name: "a socket bridge, all network but the denied",
+			policy: Policy{Read: []string{"/p"}, Bridge: Bridge{Addr: "192.0.2.1:80", Socket: "/run/x/bridge.sock"},
+				Network: Network{All: true, Deny: []string{"127.0.0.0/8", "[::1]"}}},
+			write: "--allow-write=/run/x/bridge.sock",
+			want:  []string{"--no-code-cache", "--allow-read=/p,/run/x/bridge.sock", "--allow-net", "--deny-net=127.0.0.0/8,[::1]"},
+		},
+		{
+			name:   "a socket bridge and some hosts",
+			policy: Policy{Bridge: Bridge{Addr: "192.0.2.1:80", Socket: "/s"}, Network: Network{Hosts: []string{"example.com"}}},
+			write:  "--allow-write=/s",
+			want:   []string{"--no-code-cache", "--allow-read=/s", "--allow-net=example.com,192.0.2.1:80,unix:/s"},
+		},
+		{
 			name:   "a code cache of its own",
-			policy: Policy{Read: []string{"/p"}, Bridge: "127.0.0.1:4000", CodeCache: true},
+			policy: Policy{Read: []string{"/p"}, Bridge: Bridge{Addr: "127.0.0.1:4000"}, CodeCache: true},
 			want:   []string{"--allow-read=/p", "--allow-net=127.0.0.1:4000"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Flags(tt.policy)
-			want := append(slices.Clone(lockdown), tt.want...)
+			want := append(lockdown(tt.write), tt.want...)
 			if !slices.Equal(got, want) {
 				t.Errorf("Flags(%+v)\n got %q\nwant %q", tt.policy, got, want)
 			}
 			for _, f := range got {
-				if strings.HasPrefix(f, "--allow-write") || strings.HasPrefix(f, "--allow-env") ||
+				if strings.HasPrefix(f, "--allow-write") && f != "--allow-write="+tt.policy.Bridge.Socket ||
+					strings.HasPrefix(f, "--allow-env") ||
 					strings.HasPrefix(f, "--allow-run") || strings.HasPrefix(f, "--allow-all") || f == "-A" {
 					t.Errorf("Flags grants %s", f)
 				}
@@ -75,17 +102,22 @@ func TestRunner(t *testing.T) {
 	}{
 		{
 			name:   "no network: not even the bridge",
-			policy: Policy{Read: []string{"/p", "/s"}, Program: "/js", Bridge: "127.0.0.1:4000"},
+			policy: Policy{Read: []string{"/p", "/s"}, Program: "/js", Bridge: Bridge{Addr: "127.0.0.1:4000"}},
 			want:   `{"read":["/p","/s"],"net":false,"write":false,"env":false,"run":false,"ffi":false,"sys":false,"import":false}`,
 		},
 		{
+			name:   "a socket bridge: neither its path nor unix: for the runner",
+			policy: Policy{Read: []string{"/p"}, Bridge: Bridge{Addr: "192.0.2.1:80", Socket: "/s"}, Network: Network{All: true, Deny: []string{"127.0.0.0/8"}}},
+			want:   `{"read":["/p"],"net":true,"write":false,"env":false,"run":false,"ffi":false,"sys":false,"import":false}`,
+		},
+		{
 			name:   "all network",
-			policy: Policy{Bridge: "127.0.0.1:4000", Network: Network{All: true}},
+			policy: Policy{Bridge: Bridge{Addr: "127.0.0.1:4000"}, Network: Network{All: true}},
 			want:   `{"read":false,"net":true,"write":false,"env":false,"run":false,"ffi":false,"sys":false,"import":false}`,
 		},
 		{
 			name:   "listed hosts only",
-			policy: Policy{Bridge: "127.0.0.1:4000", Network: Network{Hosts: []string{"example.com"}}},
+			policy: Policy{Bridge: Bridge{Addr: "127.0.0.1:4000"}, Network: Network{Hosts: []string{"example.com"}}},
 			want:   `{"read":false,"net":["example.com"],"write":false,"env":false,"run":false,"ffi":false,"sys":false,"import":false}`,
 		},
 	}
@@ -103,7 +135,7 @@ func TestRunner(t *testing.T) {
 }
 
 func TestFlagsDoNotAliasPolicy(t *testing.T) {
-	p := Policy{Read: make([]string, 1, 10), Program: "/js", Network: Network{Hosts: make([]string, 1, 10)}, Bridge: "b:1"}
+	p := Policy{Read: make([]string, 1, 10), Program: "/js", Network: Network{Hosts: make([]string, 1, 10)}, Bridge: Bridge{Addr: "b:1", Socket: "/run/b.sock"}}
 	p.Read[0], p.Network.Hosts[0] = "/p", "h"
 	Flags(p)
 	Runner(p)

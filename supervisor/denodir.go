@@ -21,10 +21,10 @@ import (
 // with it.
 
 // privateDenoDir copies the code cache template into a new directory for
-// one worker. A file named location_data, where the Cache API would keep
-// its data, makes caches.open fail rather than fill the disk.
-func privateDenoDir(template string) (string, error) {
-	dir, err := os.MkdirTemp("", "mcp-run-python-worker-")
+// one worker in run. A file named location_data, where the Cache API would
+// keep its data, makes caches.open fail rather than fill the disk.
+func privateDenoDir(run *runDir, template string) (string, error) {
+	dir, err := run.workerDir()
 	if err != nil {
 		return "", fmt.Errorf("worker DENO_DIR: %w", err)
 	}

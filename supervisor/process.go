@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,6 +85,7 @@ func newWorker(p process, stdin io.Closer, stderr io.Reader, log *zap.Logger, cl
 type workerConfig struct {
 	Secret      string                        `json:"secret"`
 	Bridge      string                        `json:"bridge"`
+	Socket      string                        `json:"socket,omitempty"` // the bridge's Unix socket, if it has one
 	Init        workerInit                    `json:"init"`
 	Permissions permissions.RunnerPermissions `json:"permissions"`
 }
@@ -97,9 +99,15 @@ type workerInit struct {
 }
 
 // policy is the sandbox of a worker: it reads the runtime files it needs and
-// reaches the bridge; its runner reaches the network only if allowed.
+// reaches the bridge; its runner reaches the network only if allowed, and
+// with the default network never this host or its neighbours' metadata
+// services (see deniedNets).
 func (s *Supervisor) policy(rt *runtimeFiles, makeSnapshot bool) permissions.Policy {
-	p := permissions.Policy{Read: []string{rt.pyodide}, Program: filepath.Dir(rt.entry), Bridge: s.bridge.Addr()}
+	p := permissions.Policy{
+		Read:    []string{rt.pyodide},
+		Program: filepath.Dir(rt.entry),
+		Bridge:  permissions.Bridge{Addr: s.bridge.Addr(), Socket: s.bridge.Socket()},
+	}
 	if !makeSnapshot && rt.snapshot != "" {
 		p.Read = append(p.Read, rt.snapshot)
 	}
@@ -108,7 +116,12 @@ func (s *Supervisor) policy(rt *runtimeFiles, makeSnapshot bool) permissions.Pol
 	case len(s.cfg.AllowNet) > 0:
 		p.Network = permissions.Network{Hosts: s.cfg.AllowNet}
 	default:
-		p.Network = permissions.Network{All: true}
+		// Read per worker: a laptop's addresses change as it moves.
+		addrs, err := net.InterfaceAddrs()
+		if err != nil {
+			s.log.Warn("cannot list this host's addresses to keep them from user code", zap.Error(err))
+		}
+		p.Network = permissions.Network{All: true, Deny: deniedNets(s.bridge.Socket() == "", addrs)}
 	}
 	return p
 }
@@ -132,7 +145,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, makeSnapshot b
 		denoDir = rt.noDenoDir
 		if rt.codeCache != "" {
 			var err error
-			if private, err = privateDenoDir(rt.codeCache); err != nil {
+			if private, err = privateDenoDir(s.run, rt.codeCache); err != nil {
 				return nil, err
 			}
 			denoDir = private
@@ -151,6 +164,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, makeSnapshot b
 	config, err := json.Marshal(workerConfig{
 		Secret:      secret,
 		Bridge:      s.bridge.URL(),
+		Socket:      s.bridge.Socket(),
 		Init:        init,
 		Permissions: permissions.Runner(policy),
 	})

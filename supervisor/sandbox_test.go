@@ -3,6 +3,7 @@ package supervisor
 import (
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,11 +80,14 @@ func TestPrivateDenoDir(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dir, err := privateDenoDir(template)
+	run := &runDir{path: t.TempDir()}
+	dir, err := privateDenoDir(run, template)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	if filepath.Dir(dir) != run.path {
+		t.Errorf("the copy is at %s, not in the run directory %s", dir, run.path)
+	}
 	for name, want := range map[string]string{"v8_code_cache_v2": "code", "gen/file/x.js": "js", "location_data": ""} {
 		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(got) != want {
 			t.Errorf("%s in the copy: %q, %v; want %q", name, got, err, want)
@@ -117,12 +121,16 @@ func tree(t *testing.T, dir string) []string {
 }
 
 func TestPolicy(t *testing.T) {
-	b, err := bridge.Listen(zap.NewNop(), 1<<20)
+	b, err := bridge.Listen(zap.NewNop(), 1<<20, filepath.Join(t.TempDir(), "b.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	rt := &runtimeFiles{entry: "/c/js/v/worker.ts", pyodide: "/c/pyodide", snapshot: "/c/snap.bin"}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name         string
 		cfg          Config
@@ -130,7 +138,7 @@ func TestPolicy(t *testing.T) {
 		want         permissions.Policy
 	}{
 		{"networking", Config{Networking: true}, false,
-			permissions.Policy{Read: []string{"/c/pyodide", "/c/snap.bin"}, Network: permissions.Network{All: true}}},
+			permissions.Policy{Read: []string{"/c/pyodide", "/c/snap.bin"}, Network: permissions.Network{All: true, Deny: deniedNets(false, addrs)}}},
 		{"no networking", Config{}, false,
 			permissions.Policy{Read: []string{"/c/pyodide", "/c/snap.bin"}}},
 		{"allowed hosts only", Config{Networking: true, AllowNet: []string{"127.0.0.1:9", "[::1]"}}, false,
@@ -142,7 +150,7 @@ func TestPolicy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &Supervisor{cfg: tt.cfg, bridge: b}
 			want := tt.want
-			want.Program, want.Bridge = "/c/js/v", b.Addr()
+			want.Program, want.Bridge = "/c/js/v", permissions.Bridge{Addr: b.Addr(), Socket: b.Socket()}
 			if got := s.policy(rt, tt.makeSnapshot); !reflect.DeepEqual(got, want) {
 				t.Errorf("policy:\n got %+v\nwant %+v", got, want)
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -94,6 +95,7 @@ type Supervisor struct {
 	rt       *runtimeFiles // set once prepared, before the pool begins
 	bridge   *bridge.Server
 	pkgs     *installer // set with rt
+	run      *runDir    // set with the bridge: this server's temporary files
 	launch   launcher   // starts worker processes
 	pool     *pool
 	remaking atomic.Bool // the snapshot is being remade
@@ -225,11 +227,18 @@ func (s *Supervisor) ensure(ctx context.Context, progress func(string)) (*runtim
 	if s.rt != nil {
 		return s.rt, nil
 	}
+	if s.run == nil {
+		run, err := openRunDir(s.log)
+		if err != nil {
+			return nil, err
+		}
+		s.run = run
+	}
 	if s.bridge == nil {
 		// Big enough for the memory snapshot (about 30 MB) and a call's
 		// output, which the output limit bounds.
 		limit := int64(64<<20) + int64(s.cfg.OutputLimit)
-		b, err := bridge.Listen(s.log, limit)
+		b, err := bridge.Listen(s.log, limit, bridgeSocket(s.run))
 		if err != nil {
 			return nil, err
 		}
@@ -360,8 +369,21 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	var err error
 	if s.bridge != nil {
-		return s.bridge.Close()
+		err = s.bridge.Close()
 	}
-	return nil
+	if s.run != nil {
+		err = errors.Join(err, s.run.close())
+	}
+	return err
+}
+
+// bridgeSocket is the Unix socket the bridge listens on, in run, or "" for
+// TCP on Windows, where deno has no Unix sockets.
+func bridgeSocket(run *runDir) string {
+	if runtime.GOOS == "windows" {
+		return ""
+	}
+	return filepath.Join(run.path, "bridge.sock")
 }

@@ -1,0 +1,73 @@
+package supervisor
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gofrs/flock"
+	"go.uber.org/zap/zaptest"
+)
+
+func TestSweepRemovesOnlyRunDirsOfServersThatAreGone(t *testing.T) {
+	base := t.TempDir()
+	mk := func(name string, lock bool, age time.Duration) string {
+		t.Helper()
+		dir := filepath.Join(base, name)
+		if err := os.MkdirAll(filepath.Join(dir, "worker-1"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if lock {
+			if err := os.WriteFile(filepath.Join(dir, runDirLock), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		old := time.Now().Add(-age)
+		if err := os.Chtimes(dir, old, old); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	gone := mk(runDirPrefix+"gone", true, 0)
+	live := mk(runDirPrefix+"live", true, 0)
+	held := flock.New(filepath.Join(live, runDirLock))
+	if ok, err := held.TryLock(); !ok || err != nil {
+		t.Fatalf("lock the live server's directory: %v", err)
+	}
+	defer held.Unlock()
+	starting := mk(runDirPrefix+"starting", false, time.Minute)
+	stale := mk(runDirPrefix+"stale", false, 2*unlockedGrace)
+	other := mk("someone-else", true, 0)
+
+	sweepRunDirs(base, zaptest.NewLogger(t))
+
+	for dir, want := range map[string]bool{gone: false, live: true, starting: true, stale: false, other: true} {
+		if _, err := os.Stat(dir); (err == nil) != want {
+			t.Errorf("%s: exists %v after the sweep, want %v", filepath.Base(dir), err == nil, want)
+		}
+	}
+}
+
+func TestRunDirIsLockedWhileOpen(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir()) // os.TempDir on Unix; TMP and TEMP on Windows
+	t.Setenv("TMP", os.Getenv("TMPDIR"))
+	t.Setenv("TEMP", os.Getenv("TMPDIR"))
+	run, err := openRunDir(zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if abandoned(run.path) {
+		t.Error("an open run directory counts as abandoned")
+	}
+	sweepRunDirs(filepath.Dir(run.path), zaptest.NewLogger(t))
+	if _, err := os.Stat(run.path); err != nil {
+		t.Errorf("the sweep removed a live server's directory: %v", err)
+	}
+	if err := run.close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(run.path); !os.IsNotExist(err) {
+		t.Errorf("the run directory is still there after close: %v", err)
+	}
+}
