@@ -47,13 +47,29 @@ type pool struct {
 	starting int
 	busy     int
 	dying    int            // retired, not yet reaped: still counted against Workers
-	waiters  []chan *worker // calls waiting for a worker, first come first served
+	waiters  []chan grant // calls waiting for a worker, first come first served
 	closed   bool
 
 	failures int   // consecutive failed starts
 	lastErr  error // of the last failed start
 	retrying bool  // a backoff timer is pending; no starts until it fires
 	backoff  time.Duration
+}
+
+// grant is what a waiting call gets: a worker, or why none will come.
+type grant struct {
+	w   *worker
+	err error
+}
+
+// unavailable says why no call can be served now: no worker is warm or
+// starting and the last start failed, so waiting would only end in the queue
+// timeout. Nil when calls may wait. p.mu must be held.
+func (p *pool) unavailable() error {
+	if p.failures == 0 || len(p.warm) > 0 || p.starting > 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %v", ErrUnavailable, p.lastErr)
 }
 
 // begin lets the pool start workers.
@@ -88,11 +104,15 @@ func (p *pool) acquire(ctx context.Context) (*worker, error) {
 		p.wait.Observe(0)
 		return w, nil
 	}
+	if err := p.unavailable(); err != nil {
+		p.mu.Unlock()
+		return nil, err
+	}
 	if len(p.waiters) >= p.cfg.Queue {
 		p.mu.Unlock()
 		return nil, ErrQueueFull
 	}
-	ch := make(chan *worker, 1)
+	ch := make(chan grant, 1)
 	p.waiters = append(p.waiters, ch)
 	p.refill()
 	p.mu.Unlock()
@@ -106,13 +126,13 @@ func (p *pool) acquire(ctx context.Context) (*worker, error) {
 	}
 	var err error
 	select {
-	case w := <-ch:
+	case g := <-ch:
 		p.wait.Observe(time.Since(start).Seconds())
-		return w, nil
+		return g.w, g.err
 	case <-timeout:
 		err = ErrQueueTimeout
 		if health := p.health(); health.Err != "" {
-			err = fmt.Errorf("%w: workers cannot start: %s", ErrQueueTimeout, health.Err)
+			err = fmt.Errorf("%w: %s", ErrUnavailable, health.Err)
 		}
 	case <-ctx.Done():
 		err = fmt.Errorf("waiting for a free worker: %w", context.Cause(ctx))
@@ -129,8 +149,10 @@ func (p *pool) acquire(ctx context.Context) (*worker, error) {
 	}
 	// A worker was handed over as we gave up: it never ran code, so it
 	// goes to the next caller.
-	p.busy--
-	p.offer(<-ch)
+	if g := <-ch; g.w != nil {
+		p.busy--
+		p.offer(g.w)
+	}
 	return nil, err
 }
 
@@ -160,7 +182,7 @@ func (p *pool) offer(w *worker) {
 		ch := p.waiters[0]
 		p.waiters = p.waiters[1:]
 		p.busy++
-		ch <- w
+		ch <- grant{w: w}
 		return
 	}
 	p.warm = append(p.warm, w)
@@ -195,6 +217,13 @@ func (p *pool) startOne() {
 		p.restarts.Inc()
 		p.log.Error("worker failed to start", zap.Error(err), zap.Int("failures", p.failures), zap.Duration("retry_in", p.backoff))
 		p.retrying = true
+		// Calls waiting for a worker that cannot come learn why now.
+		if err := p.unavailable(); err != nil {
+			for _, ch := range p.waiters {
+				ch <- grant{err: err}
+			}
+			p.waiters = nil
+		}
 		time.AfterFunc(p.backoff, func() {
 			p.mu.Lock()
 			defer p.mu.Unlock()

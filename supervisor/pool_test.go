@@ -53,8 +53,8 @@ func TestWorkersThatNeverConnect(t *testing.T) {
 	})
 
 	_, err := s.Run(context.Background(), "1", nil)
-	if !errors.Is(err, ErrQueueTimeout) || !strings.Contains(err.Error(), "did not connect") {
-		t.Fatalf("Run with workers that never connect: %v, want ErrQueueTimeout naming the reason", err)
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "did not connect") {
+		t.Fatalf("Run with workers that never connect: %v, want ErrUnavailable naming the reason", err)
 	}
 	if h := s.Health(); h.Ready || !strings.Contains(h.Err, "did not connect") {
 		t.Errorf("Health = %+v, want not ready, with the reason", h)

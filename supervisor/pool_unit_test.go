@@ -159,14 +159,34 @@ func TestPoolWaitEndsWithTheCallersContext(t *testing.T) {
 }
 
 func TestPoolBacksOffFailedStartsAndRecovers(t *testing.T) {
-	p, f := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 1, QueueTimeout: 300 * time.Millisecond})
+	p, f := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 2})
 	waitFor(t, p, "warmed up", func(h Health) bool { return h.Warm == 1 })
 	f.failWith(errors.New("deno is broken"))
-	p.retire(acquire(t, p))
-
+	// A call that waits when the start fails learns why at once, and so
+	// does every call after it: nothing is busy, so nothing says busy.
+	waiting := make(chan error, 1)
+	busy := acquire(t, p)
+	go func() {
+		_, err := p.acquire(context.Background())
+		waiting <- err
+	}()
+	waitFor(t, p, "queued the call", func(h Health) bool { return h.Waiting == 1 })
+	p.retire(busy)
+	select {
+	case err := <-waiting:
+		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "deno is broken") {
+			t.Errorf("a waiting call when workers cannot start: %v, want ErrUnavailable naming the reason", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting call was not told that no worker can start")
+	}
+	start := time.Now()
 	_, err := p.acquire(context.Background())
-	if !errors.Is(err, ErrQueueTimeout) || !strings.Contains(err.Error(), "deno is broken") {
-		t.Errorf("a call while workers cannot start: %v, want ErrQueueTimeout naming the reason", err)
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "deno is broken") {
+		t.Errorf("a call while workers cannot start: %v, want ErrUnavailable naming the reason", err)
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("the call took %v to fail", d)
 	}
 	if h := p.health(); h.Ready || h.Err != "deno is broken" {
 		t.Errorf("health while workers cannot start: %+v", h)

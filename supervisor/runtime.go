@@ -30,6 +30,37 @@ type runtimeFiles struct {
 	noDenoDir string // a DENO_DIR that cannot exist, for workers without a code cache
 }
 
+// hasAll reports whether dir holds every one of files.
+func hasAll(dir string, files []string) bool {
+	for _, f := range files {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// pyodideFiles are the files of the Pyodide package that loading needs.
+var pyodideFiles = []string{"pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"}
+
+// missing returns the first file of rt that is not there, or "". A few
+// stats: cheap beside a worker's start, which it precedes.
+func (rt *runtimeFiles) missing() string {
+	paths := append([]string{filepath.Dir(rt.noDenoDir)}, programFiles(filepath.Dir(rt.entry))...)
+	for _, f := range pyodideFiles {
+		paths = append(paths, filepath.Join(rt.pyodide, f))
+	}
+	if rt.snapshot != "" {
+		paths = append(paths, rt.snapshot, rt.codeCache)
+	}
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			return p
+		}
+	}
+	return ""
+}
+
 // layout names the places inside the cache directory.
 type layout struct{ root string }
 
@@ -134,11 +165,34 @@ func (s *Supervisor) denoVersion(ctx context.Context) (string, error) {
 	return version, nil
 }
 
+// programFiles lists the files of the worker program written out to dir.
+func programFiles(dir string) []string {
+	var paths []string
+	_ = fs.WalkDir(js.Files(), ".", func(name string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			paths = append(paths, filepath.Join(dir, filepath.FromSlash(name)))
+		}
+		return nil
+	})
+	return paths
+}
+
 // writeProgram writes the embedded worker program to dir, unless a complete
 // copy is there: dir is named by the program's hash and filled atomically.
+// A copy that lost files is written anew.
 func writeProgram(dir string) error {
-	if _, err := os.Stat(dir); err == nil {
+	complete := true
+	for _, p := range programFiles(dir) {
+		if _, err := os.Stat(p); err != nil {
+			complete = false
+			break
+		}
+	}
+	if complete {
 		return nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
 	}
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
@@ -166,12 +220,14 @@ func writeProgram(dir string) error {
 func (s *Supervisor) installPyodide(ctx context.Context, l layout, version string, progress func(string)) (string, error) {
 	dir := l.install(version)
 	pkg := filepath.Join(dir, "node_modules", "pyodide")
-	if real, err := filepath.EvalSymlinks(pkg); err == nil {
-		if _, err := os.Stat(filepath.Join(real, "pyodide.asm.wasm")); err == nil {
-			return real, nil
-		}
+	if real, err := filepath.EvalSymlinks(pkg); err == nil && hasAll(real, pyodideFiles) {
+		return real, nil
 	}
 	progress("downloading Pyodide " + version + " with deno's npm resolution")
+	// An install that lost files would look up to date to deno.
+	if err := os.RemoveAll(filepath.Join(dir, "node_modules")); err != nil {
+		return "", err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
@@ -193,6 +249,9 @@ func (s *Supervisor) installPyodide(ctx context.Context, l layout, version strin
 	real, err := filepath.EvalSymlinks(pkg)
 	if err != nil {
 		return "", fmt.Errorf("install Pyodide %s: %w", version, err)
+	}
+	if !hasAll(real, pyodideFiles) {
+		return "", fmt.Errorf("install Pyodide %s: the package in %s lacks some of %v", version, real, pyodideFiles)
 	}
 	return real, nil
 }
@@ -236,14 +295,14 @@ func (s *Supervisor) makeSnapshot(ctx context.Context, rt *runtimeFiles, path, c
 // remakeSnapshot replaces a snapshot that workers failed to restore from
 // (damaged, or made by an incompatible build), in the background and once
 // per supervisor: until it is done, workers load Pyodide plainly.
-func (s *Supervisor) remakeSnapshot() {
+func (s *Supervisor) remakeSnapshot(rt *runtimeFiles) {
 	if !s.remaking.CompareAndSwap(false, true) {
 		return
 	}
-	s.log.Warn("a worker could not restore the memory snapshot; making a new one", zap.String("path", s.rt.snapshot))
+	s.log.Warn("a worker could not restore the memory snapshot; making a new one", zap.String("path", rt.snapshot))
 	s.wg.Go(func() {
 		// Workers copy the code cache meanwhile: it stays as it is.
-		if err := s.makeSnapshot(s.ctx, s.rt, s.rt.snapshot, ""); err != nil {
+		if err := s.makeSnapshot(s.ctx, rt, rt.snapshot, ""); err != nil {
 			s.log.Error("cannot remake the memory snapshot", zap.Error(err))
 		}
 	})

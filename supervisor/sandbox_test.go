@@ -39,7 +39,7 @@ func TestCallsLeaveDenoDirAlone(t *testing.T) {
 	}
 	s := start(t, Config{Workers: 1, CacheDir: private})
 	// The code cache template that workers copy must not change either.
-	codeCache := s.rt.codeCache
+	codeCache := s.rt.Load().codeCache
 	if codeCache == "" {
 		t.Fatal("no code cache template")
 	}

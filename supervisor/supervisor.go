@@ -60,10 +60,15 @@ type Config struct {
 	Metrics prometheus.Registerer
 }
 
-// Errors of calls that could not get a worker.
+// Errors of calls that could not get a worker. Only the first two mean
+// that the server is busy.
 var (
 	ErrQueueFull    = errors.New("all workers are busy and the queue of waiting calls is full")
 	ErrQueueTimeout = errors.New("no worker became free within the queue timeout")
+	// ErrUnavailable is what calls get, at once, while workers cannot start
+	// (deno is gone, the runtime cannot be rebuilt): no worker is warm or
+	// starting and the last start failed. It wraps why.
+	ErrUnavailable = errors.New("no Python worker can start")
 )
 
 // Health is a snapshot of the pool's state.
@@ -92,7 +97,7 @@ type Supervisor struct {
 	wg     sync.WaitGroup // every goroutine that starts or kills workers
 
 	prep     chan struct{} // held while the runtime is being prepared
-	rt       *runtimeFiles // set once prepared, before the pool begins
+	rt       atomic.Pointer[runtimeFiles] // set once prepared, before the pool begins; replaced by repair
 	bridge   *bridge.Server
 	pkgs     *installer // set with rt
 	run      *runDir    // set with the bridge: this server's temporary files
@@ -143,14 +148,22 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 	return s
 }
 
-// startWorker boots a worker for the pool.
+// startWorker boots a worker for the pool, first rebuilding the runtime if
+// any of its files has gone missing under the server.
 func (s *Supervisor) startWorker(ctx context.Context) (*worker, error) {
-	w, err := s.spawn(ctx, s.rt, false, "")
+	rt := s.rt.Load()
+	if what := rt.missing(); what != "" {
+		var err error
+		if rt, err = s.repair(ctx, rt, what); err != nil {
+			return nil, err
+		}
+	}
+	w, err := s.spawn(ctx, rt, false, "")
 	if err != nil {
 		return nil, err
 	}
-	if !w.restored && s.rt.snapshot != "" {
-		s.remakeSnapshot()
+	if !w.restored && rt.snapshot != "" {
+		s.remakeSnapshot(rt)
 	}
 	if s.cfg.MemoryLimit > 0 {
 		// Said once, at start: a limit this platform cannot watch must not
@@ -224,8 +237,8 @@ func (s *Supervisor) ensure(ctx context.Context, progress func(string)) (*runtim
 		return nil, errClosed
 	}
 	defer func() { <-s.prep }()
-	if s.rt != nil {
-		return s.rt, nil
+	if rt := s.rt.Load(); rt != nil {
+		return rt, nil
 	}
 	if s.run == nil {
 		run, err := openRunDir(s.log)
@@ -256,8 +269,31 @@ func (s *Supervisor) ensure(ctx context.Context, progress func(string)) (*runtim
 		return nil, fmt.Errorf("package installer: %w", err)
 	}
 	s.pkgs = pkgs
-	s.rt = rt
+	s.rt.Store(rt)
 	s.pool.begin()
+	return rt, nil
+}
+
+// repair rebuilds a runtime that lost what, a file it needs (a cleaner of
+// caches, or a user, removed it under the running server), unless another
+// start has already. Until it is done, workers wait for it rather than fail.
+func (s *Supervisor) repair(ctx context.Context, broken *runtimeFiles, what string) (*runtimeFiles, error) {
+	select {
+	case s.prep <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the runtime: %w", ctx.Err())
+	}
+	defer func() { <-s.prep }()
+	if rt := s.rt.Load(); rt != broken {
+		return rt, nil
+	}
+	s.log.Warn("a file of the Python runtime is gone; rebuilding the runtime", zap.String("missing", what))
+	rt, err := s.prepare(ctx, func(step string) { s.log.Info(step) })
+	if err != nil {
+		return nil, fmt.Errorf("the Python runtime lost %s and cannot be rebuilt: %w", what, err)
+	}
+	s.rt.Store(rt)
+	s.log.Info("the Python runtime is rebuilt")
 	return rt, nil
 }
 

@@ -1,0 +1,54 @@
+package supervisor
+
+import (
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/mcp-run-python/mcp-run-python/bridge"
+)
+
+// A cleaner of caches, or a user, may remove the cache directory under a
+// running server: the next worker's start rebuilds it, says why, and calls
+// go on being served.
+func TestARuntimeRemovedUnderTheServerIsRebuilt(t *testing.T) {
+	cache := t.TempDir()
+	var mu sync.Mutex
+	var warnings []string
+	hook := zap.Hooks(func(e zapcore.Entry) error {
+		if e.Level >= zapcore.WarnLevel {
+			mu.Lock()
+			warnings = append(warnings, e.Message)
+			mu.Unlock()
+		}
+		return nil
+	})
+	s := start(t, Config{Workers: 1, CacheDir: cache}, zaptest.WrapOptions(hook))
+	if res, _ := run(t, s, "'before'"); res.Status != bridge.StatusSuccess {
+		t.Fatalf("a call before the removal: %+v", res)
+	}
+	if err := os.RemoveAll(cache); err != nil {
+		t.Fatal(err)
+	}
+	// The first call may find a worker that started before the removal;
+	// the one after it needs a worker started after it.
+	for _, code := range []string{"'after'", "'rebuilt'"} {
+		if res, _ := run(t, s, code); res.Status != bridge.StatusSuccess {
+			t.Fatalf("a call after the removal: %+v", res)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	said := strings.Join(warnings, "\n")
+	if !strings.Contains(said, "a file of the Python runtime is gone; rebuilding the runtime") {
+		t.Errorf("no warning said why the runtime was rebuilt; warnings:\n%s", said)
+	}
+	if _, err := os.Stat(s.rt.Load().entry); err != nil {
+		t.Errorf("the rebuilt runtime lacks its worker program: %v", err)
+	}
+}
