@@ -46,7 +46,7 @@ type pool struct {
 	warm     []*worker
 	starting int
 	busy     int
-	dying    int            // retired, not yet reaped: still counted against Workers
+	dying    int          // retired, not yet reaped: still counted against Workers
 	waiters  []chan grant // calls waiting for a worker, first come first served
 	closed   bool
 

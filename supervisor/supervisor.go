@@ -96,7 +96,7 @@ type Supervisor struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine that starts or kills workers
 
-	prep     chan struct{} // held while the runtime is being prepared
+	prep     chan struct{}                // held while the runtime is being prepared
 	rt       atomic.Pointer[runtimeFiles] // set once prepared, before the pool begins; replaced by repair
 	bridge   *bridge.Server
 	pkgs     *installer // set with rt
