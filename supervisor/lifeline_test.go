@@ -3,11 +3,14 @@ package supervisor
 import (
 	"bufio"
 	"bytes"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	ps "github.com/shirou/gopsutil/v4/process"
+	"go.uber.org/zap/zaptest"
 )
 
 // Killing the server with SIGKILL must leave no worker behind, on every
@@ -18,13 +21,18 @@ import (
 func TestWorkersEndWithTheirServer(t *testing.T) {
 	for _, call := range []string{"idle", "busy"} {
 		t.Run(call, func(t *testing.T) {
-			cmd := helperCommand("server", "HELPER_DENO="+testDeno(t), "HELPER_CACHE="+testCache(t), "HELPER_CALL="+call)
+			tmp := t.TempDir() // the server's temporary directory, where its run directory goes
+			cmd := helperCommand("server", "HELPER_DENO="+testDeno(t), "HELPER_CACHE="+testCache(t), "HELPER_CALL="+call,
+				"TMPDIR="+tmp, "TMP="+tmp, "TEMP="+tmp)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			out, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Setenv("TMPDIR", tmp) // for the next server, below
+			t.Setenv("TMP", tmp)
+			t.Setenv("TEMP", tmp)
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -54,6 +62,21 @@ func TestWorkersEndWithTheirServer(t *testing.T) {
 			}
 			if len(left) > 0 {
 				t.Errorf("workers %v of %v outlived their killed server by 10 s", left, pids)
+			}
+
+			// What the killed server left in its run directory (the workers'
+			// DENO_DIRs, the bridge's socket) goes when the next server starts.
+			leftovers, _ := filepath.Glob(filepath.Join(tmp, runDirPrefix+"*"))
+			if len(leftovers) != 1 {
+				t.Fatalf("run directories of the killed server: %q, want one", leftovers)
+			}
+			next, err := openRunDir(zaptest.NewLogger(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer next.close()
+			if _, err := os.Stat(leftovers[0]); !os.IsNotExist(err) {
+				t.Errorf("the killed server's run directory is still there after the next server started: %v", err)
 			}
 		})
 	}
