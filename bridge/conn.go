@@ -41,6 +41,11 @@ func (c *Conn) Close() {
 	})
 }
 
+// SetReadLimit sets the largest frame read from now on: the supervisor
+// lowers it once the worker has sent what only a trusted start sends (the
+// memory snapshot) and serves calls, whose frames the limits bound.
+func (c *Conn) SetReadLimit(n int64) { c.ws.SetReadLimit(n) }
+
 // Ready waits for the worker to have loaded Pyodide and returns its ready frame.
 func (c *Conn) Ready(ctx context.Context) (Message, error) {
 	m, err := c.read(ctx)

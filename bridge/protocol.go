@@ -87,7 +87,7 @@ type Message struct {
 
 	// result
 	Status       Status          `json:"status,omitempty"`
-	ReturnValue  json.RawMessage `json:"return_value,omitempty"`  // indented JSON; absent for None
+	ReturnValue  json.RawMessage `json:"return_value,omitempty"`  // indented JSON; absent for None; cut past the output limit (see Result)
 	ReturnString bool            `json:"return_string,omitempty"` // the value is a Python str
 	Error        string          `json:"error,omitempty"`         // result, installed and fatal
 }
@@ -114,6 +114,13 @@ type Result struct {
 	Output       []string // stdout and stderr lines, interleaved in print order
 	// ReturnValue is the value of the code's last expression as indented JSON
 	// (pydantic_core's to_json conventions), or nil when it was None.
+	//
+	// A value whose text (a str itself, anything else its JSON) is longer
+	// than the output limit is cut on a character boundary to the limit and
+	// followed by a line such as "[return value truncated: the value is
+	// 10000000 bytes, more than the 64 KiB limit]". The cut value is always
+	// a str, with ReturnString set: cut JSON is no longer JSON, and a str
+	// keeps JSON mode's return_value valid while XML mode shows the same text.
 	ReturnValue json.RawMessage
 	// ReturnString reports that the value is a Python str: XML rendering then
 	// shows the string itself rather than its JSON form.

@@ -29,8 +29,11 @@ _MACHINERY = re.compile(
 )
 
 
-def run(code: str) -> str | Coroutine[None, None, str]:
+def run(code: str, limit: int = 0) -> str | Coroutine[None, None, str]:
     """Runs code as module __main__ from main.py and returns the result frame.
+
+    A return value or an error text longer than limit bytes (0: no limit) is
+    cut; see cut_text.
 
     Code with top-level await gets a coroutine that returns it instead: the
     common, synchronous case then never waits for the event loop, whose
@@ -41,34 +44,85 @@ def run(code: str) -> str | Coroutine[None, None, str]:
         # The same settings as eval_code_async, which upstream used.
         runner = CodeRunner(code, filename='main.py', flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT).compile()
         if runner.code is not None and runner.code.co_flags & inspect.CO_COROUTINE:
-            return _run_async(runner, namespace)
-        return _success(runner.run(namespace))
+            return _run_async(runner, namespace, limit)
+        return _success(runner.run(namespace), limit)
     except BaseException as e:  # SystemExit and KeyboardInterrupt are run errors too
-        return _failure(e)
+        return _failure(e, limit)
     finally:
         _flush()
 
 
-async def _run_async(runner: CodeRunner, namespace: dict[str, object]) -> str:
+async def _run_async(runner: CodeRunner, namespace: dict[str, object], limit: int) -> str:
     try:
-        return _success(await runner.run_async(namespace))
+        return _success(await runner.run_async(namespace), limit)
     except BaseException as e:
-        return _failure(e)
+        return _failure(e, limit)
     finally:
         _flush()
 
 
-def _success(value: object) -> str:
+def _success(value: object, limit: int) -> str:
     if value is None:
         return '{"type":"result","status":"success"}'
+    is_str = isinstance(value, str)
+    # str.__str__ makes a subclass a plain str, whose len and encode the
+    # value's class cannot override to slip past the limit.
+    text = str.__str__(value) if is_str else dump_json(value)
+    cut = cut_text(text, limit, 'return value')
+    if cut is not None:
+        return f'{{"type":"result","status":"success","return_string":true,"return_value":{_string(cut)}}}'
     # The indented value goes into the frame as it is: the Go side keeps its
     # bytes, so what the client sees is exactly what was dumped here.
-    is_str = 'true' if isinstance(value, str) else 'false'
-    return f'{{"type":"result","status":"success","return_string":{is_str},"return_value":{dump_json(value)}}}'
+    if is_str:
+        return f'{{"type":"result","status":"success","return_string":true,"return_value":{_string(text)}}}'
+    return f'{{"type":"result","status":"success","return_string":false,"return_value":{text}}}'
 
 
-def _failure(e: BaseException) -> str:
-    return json.dumps({'type': 'result', 'status': 'run-error', 'error': format_error(e)})
+def cut_text(text: str, limit: int, what: str) -> str | None:
+    """text cut to limit bytes with a note naming what it is, or None when it fits.
+
+    text is what the client would see: a return value's (a str itself,
+    anything else its indented JSON) or an error's. It is cut here, before
+    the frame is built, so that nothing oversized crosses the bridge or
+    reaches the Go side's memory. The cut falls on a character boundary, and
+    the note follows on a line of its own, like the output's truncation
+    marker:
+
+        [return value truncated: the value is 10000000 bytes, more than the 64 KiB limit]
+
+    The result is always a str, whatever the value was: cut JSON is no longer
+    JSON, and as a str it stays a valid return_value in JSON mode while XML
+    mode shows the same text as it would have shown for the whole value. The
+    note is never cut: the Go side (supervisor/call.go) cuts again only what
+    passes the limit by more than any note's length, so a value cut here is
+    left alone there.
+    """
+    # Values that surely fit are never encoded: a code point is at most 4
+    # bytes in UTF-8, and one of an ASCII str (a flag CPython keeps) is 1.
+    if limit <= 0 or len(text) * 4 <= limit or (text.isascii() and len(text) <= limit):
+        return None
+    # surrogatepass: a str may hold lone surrogates, which have no UTF-8 form.
+    data = text.encode('utf-8', 'surrogatepass')
+    if len(data) <= limit:
+        return None
+    end = limit
+    while end > 0 and data[end] & 0xC0 == 0x80:  # back to the start of a character
+        end -= 1
+    kept = data[:end].decode('utf-8', 'surrogatepass')
+    return f'{kept}\n[{what} truncated: the value is {_size(len(data))}, more than the {_size(limit)} limit]'
+
+
+def _size(n: int) -> str:
+    """n bytes as the Go side's bytesText writes them (supervisor/call.go)."""
+    for shift, unit in ((30, 'GiB'), (20, 'MiB'), (10, 'KiB')):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f'{n >> shift} {unit}'
+    return f'{n} bytes'
+
+
+def _failure(e: BaseException, limit: int) -> str:
+    error = format_error(e)
+    return json.dumps({'type': 'result', 'status': 'run-error', 'error': cut_text(error, limit, 'error') or error})
 
 
 def _flush() -> None:

@@ -19,7 +19,10 @@ export interface Init {
   snapshot?: string;
   /** Load plainly, then send a snapshot instead of serving a run. */
   makeSnapshot?: boolean;
-  /** Bytes of output a run may send; 0 for no limit. */
+  /**
+   * Bytes of output a run may send, and bytes of its return value (cut by
+   * runner.py's cut_text); 0 for no limit.
+   */
   outputLimit?: number;
   /** Set by the parent to interrupt the running code; see worker.ts. */
   interrupt?: Int32Array;
@@ -189,7 +192,10 @@ platform.python_version()`);
     if (init.interrupt) py.setInterruptBuffer(init.interrupt);
     let result: string;
     try {
-      const ran = runner.run(msg.code); // a string, or a coroutine for top-level await
+      // A string, or a coroutine for top-level await. The return value is
+      // cut to the limit in Python, before the frame exists: an oversized
+      // value never crosses to this thread or the bridge.
+      const ran = runner.run(msg.code, init.outputLimit ?? 0);
       result = typeof ran === "string" ? ran : await ran;
     } catch (e) {
       // Only the interpreter's own end gets here (os._exit, a wasm trap):

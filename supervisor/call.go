@@ -2,10 +2,12 @@ package supervisor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -68,9 +70,8 @@ func (s *Supervisor) call(ctx context.Context, w *worker, code string, onLine fu
 		switch o.msg.Status {
 		case bridge.StatusSuccess, bridge.StatusRunError:
 			res.Status = o.msg.Status
-			res.ReturnValue = o.msg.ReturnValue
-			res.ReturnString = o.msg.ReturnString
-			res.Error = o.msg.Error
+			res.ReturnValue, res.ReturnString = capReturnValue(o.msg.ReturnValue, o.msg.ReturnString, s.cfg.OutputLimit)
+			res.Error, _ = capText(o.msg.Error, s.cfg.OutputLimit, "error")
 			return res, nil
 		}
 		o.err = fmt.Errorf("worker sent the unknown status %q", o.msg.Status)
@@ -195,6 +196,71 @@ func (o *output) finish() []string {
 		}
 	}
 	return o.lines
+}
+
+// noteRoom is more than the longest truncation note with its newline. A
+// text passing the limit by less is left alone: the worker's runner
+// (js/runner.py, cut_text) keeps up to the limit and adds its note past it,
+// and that text must not be cut a second time here.
+const noteRoom = 256
+
+// capReturnValue cuts a return value the worker sent past limit bytes (0: no
+// limit) as the worker's runner would have: the first limit bytes of its
+// text (a str itself, anything else its JSON), ended on a character
+// boundary, then a note on a line of its own, all as a str. The runner does
+// it before the value is sent; code that tampers with the runner (it shares
+// the interpreter) can still send a value up to the bridge's read limit of a
+// serving worker (servingReadLimit), and this keeps it from going further.
+func capReturnValue(raw json.RawMessage, isString bool, limit int) (json.RawMessage, bool) {
+	// A str's JSON form is never shorter than the str itself.
+	if limit <= 0 || len(raw) <= limit+noteRoom {
+		return raw, isString
+	}
+	text := string(raw)
+	if isString {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			text = s
+		}
+	}
+	cut, ok := capText(text, limit, "return value")
+	if !ok {
+		return raw, isString
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // as the runner writes strings
+	_ = enc.Encode(cut)      // a Go string always encodes
+	return json.RawMessage(strings.TrimSuffix(b.String(), "\n")), true
+}
+
+// capText cuts text past limit bytes (and the room of a note) to its first
+// limit bytes, on a character boundary, and adds a note that names what was
+// cut; ok is false when text is left as it is.
+func capText(text string, limit int, what string) (string, bool) {
+	if limit <= 0 || len(text) <= limit+noteRoom {
+		return text, false
+	}
+	note := fmt.Sprintf("[%s truncated: the value is %s, more than the %s limit]", what, bytesText(int64(len(text))), bytesText(int64(limit)))
+	return cutText(text, limit) + "\n" + note, true
+}
+
+// cutText returns the longest prefix of text of at most limit bytes that does
+// not end inside a UTF-8 sequence.
+func cutText(text string, limit int) string {
+	if len(text) <= limit {
+		return text
+	}
+	end := limit
+	// Back over at most the continuation bytes of one character: invalid
+	// text made of continuation bytes is cut anywhere.
+	for i := 1; i < utf8.UTFMax && end > 0 && !utf8.RuneStart(text[end]); i++ {
+		end--
+	}
+	if !utf8.RuneStart(text[end]) {
+		end = limit
+	}
+	return text[:end]
 }
 
 // watchMemory calls over once w's resident size passes the memory limit.

@@ -219,9 +219,23 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, makeSnapshot b
 		w.kill()
 		return nil, fmt.Errorf("worker did not get ready: %w (%s)", err, w.stderrTail())
 	}
+	w.conn.SetReadLimit(s.servingReadLimit())
 	w.python, w.restored = ready.Python, ready.Snapshot
 	log.Debug("worker ready", zap.Bool("snapshot", ready.Snapshot), zap.String("python", ready.Python))
 	return w, nil
+}
+
+// servingReadLimit is the largest frame read from a worker that serves
+// calls, or that is what user code could send with the worker's own
+// connection: an output or result frame holds at most the output limit of
+// text (the runner cuts output, return value and error text to it), which
+// JSON writes in up to 6 bytes a byte (\u0001); an imports frame holds names
+// from the code. Without either limit, the bridge's own.
+func (s *Supervisor) servingReadLimit() int64 {
+	if s.cfg.OutputLimit <= 0 || s.cfg.CodeLimit <= 0 {
+		return s.bridgeReadLimit()
+	}
+	return int64(max(6*s.cfg.OutputLimit, 3*s.cfg.CodeLimit)) + 1<<20
 }
 
 // collectStderr logs what deno prints and keeps the last lines. User code

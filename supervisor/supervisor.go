@@ -248,10 +248,7 @@ func (s *Supervisor) ensure(ctx context.Context, progress func(string)) (*runtim
 		s.run = run
 	}
 	if s.bridge == nil {
-		// Big enough for the memory snapshot (about 30 MB) and a call's
-		// output, which the output limit bounds.
-		limit := int64(64<<20) + int64(s.cfg.OutputLimit)
-		b, err := bridge.Listen(s.log, limit, bridgeSocket(s.run))
+		b, err := bridge.Listen(s.log, s.bridgeReadLimit(), bridgeSocket(s.run))
 		if err != nil {
 			return nil, err
 		}
@@ -414,6 +411,11 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	}
 	return err
 }
+
+// bridgeReadLimit is the largest frame read from a worker until it serves
+// (see servingReadLimit): big enough for the memory snapshot (about 30 MB)
+// and a call's output.
+func (s *Supervisor) bridgeReadLimit() int64 { return 64<<20 + int64(s.cfg.OutputLimit) }
 
 // bridgeSocket is the Unix socket the bridge listens on, in run, or "" for
 // TCP on Windows, where deno has no Unix sockets.

@@ -2,9 +2,13 @@ package supervisor
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -305,6 +309,162 @@ func TestOutputBombsAreCutAtTheSource(t *testing.T) {
 			}
 			if got := res.Output[tt.kept]; got != tt.marker {
 				t.Errorf("marker %q, want %q", got, tt.marker)
+			}
+		})
+	}
+}
+
+func TestReturnValueCutAtTheSource(t *testing.T) {
+	const limit = 64 << 10
+	s := start(t, Config{Workers: 1, OutputLimit: limit})
+	// The JSON of ['ab'] * 1_250_000 is 10_000_002 bytes; all ASCII, so its
+	// first 64 KiB are the kept part.
+	list := "[\n" + strings.Repeat("  \"ab\",\n", limit/8+1)
+	tests := []struct {
+		name, code string
+		size       int    // bytes of the value's text: a str itself, else its JSON
+		kept       string // what is left of that text
+		tampered   bool   // the runner's cut is bypassed: Go cuts
+	}{
+		{"10 MB str", "'x' * 10_000_000", 10_000_000, strings.Repeat("x", limit), false},
+		{"10 MB list", "['ab'] * 1_250_000", 10_000_002, list[:limit], false},
+		{"2-byte characters cut at a boundary", "'x' + 'é' * 40_000", 80_001, "x" + strings.Repeat("é", (limit-1)/2), false},
+		{"4-byte characters cut at a boundary", "'ab' + '🐍' * 20_000", 80_002, "ab" + strings.Repeat("🐍", (limit-2)/4), false},
+		{"top-level await", "import asyncio\nawait asyncio.sleep(0)\n'y' * 100_000", 100_000, strings.Repeat("y", limit), false},
+		{"runner tampered with", "import sys\nsys.modules['_mcp_runner'].cut_text = lambda text, limit, what: None\n'w' * 10_000_000",
+			10_000_000, strings.Repeat("w", limit), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var before, after, settled runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			res, _ := run(t, s, tt.code)
+			runtime.ReadMemStats(&after)
+			runtime.GC()
+			runtime.ReadMemStats(&settled)
+			if res.Status != bridge.StatusSuccess || !res.ReturnString {
+				t.Fatalf("got %s (str %v) %q, want a successful str", res.Status, res.ReturnString, res.Error)
+			}
+			var got string
+			if err := json.Unmarshal(res.ReturnValue, &got); err != nil {
+				t.Fatalf("return value %.100q: %v", res.ReturnValue, err)
+			}
+			want := tt.kept + "\n" + fmt.Sprintf("[return value truncated: the value is %d bytes, more than the 64 KiB limit]", tt.size)
+			if got != want {
+				t.Errorf("return value of %d bytes ending %q, want %d ending %q", len(got), tail(got), len(want), tail(want))
+			}
+			allocated := after.TotalAlloc - before.TotalAlloc
+			retained := int64(settled.HeapAlloc) - int64(before.HeapAlloc)
+			t.Logf("Go allocated %d bytes during the call and retained %d", allocated, retained)
+			if tt.tampered {
+				// The measure sees a value that crosses the bridge whole:
+				// read, then decoded from the frame.
+				if allocated < uint64(tt.size) {
+					t.Errorf("Go allocated %d bytes for a %d byte value that crossed whole: the measure is blind", allocated, tt.size)
+				}
+				return
+			}
+			// A call costs Go about 0.5 MB whatever it returns (a new
+			// worker among it): only a big value is measured.
+			if tt.size >= 1<<20 && (allocated > uint64(tt.size)/4 || retained > int64(tt.size)/4) {
+				t.Errorf("Go allocated %d and retained %d bytes for a %d byte value cut to %d", allocated, retained, tt.size, limit)
+			}
+		})
+	}
+	// An error text is cut the same way: a traceback can be as long as
+	// the message of the exception.
+	res, _ := run(t, s, "raise ValueError('v' * 10_000_000)")
+	note := regexp.MustCompile(`\n\[error truncated: the value is \d+ bytes, more than the 64 KiB limit\]$`)
+	if res.Status != bridge.StatusRunError || !strings.HasPrefix(res.Error, "Traceback") || !note.MatchString(res.Error) || len(res.Error) > limit+noteRoom {
+		t.Errorf("a 10 MB error: %s, %d bytes ending %q; want it cut to the limit with a note", res.Status, len(res.Error), tail(res.Error))
+	}
+	// Values up to the limit come whole, as before.
+	for _, tt := range []struct{ code, value string }{
+		{"'z' * 65536", `"` + strings.Repeat("z", limit) + `"`},
+		{"'é' * 32768", `"` + strings.Repeat("é", limit/2) + `"`},
+		{"list(range(3))", "[\n  0,\n  1,\n  2\n]"},
+	} {
+		if res, _ := run(t, s, tt.code); string(res.ReturnValue) != tt.value || res.ReturnString != strings.HasPrefix(tt.value, `"`) {
+			t.Errorf("%s: value %q (str %v), want it whole", tt.code, tail(string(res.ReturnValue)), res.ReturnString)
+		}
+	}
+}
+
+// tail is the end of a long text, for messages.
+func tail(s string) string {
+	if len(s) <= 120 {
+		return s
+	}
+	return "…" + s[len(s)-120:]
+}
+
+func TestCapReturnValue(t *testing.T) {
+	note := func(size, limit int) string {
+		return fmt.Sprintf("\n[return value truncated: the value is %s, more than the %s limit]", bytesText(int64(size)), bytesText(int64(limit)))
+	}
+	long := strings.Repeat("x", 2*noteRoom) // past any of the limits below by more than a note
+	tests := []struct {
+		name     string
+		raw      string
+		isString bool
+		limit    int
+		want     string // the value's text (a str decoded) when cut; "" when left alone
+	}{
+		{"no limit", `"` + strings.Repeat("x", 1000) + `"`, true, 0, ""},
+		{"fits", `"abc"`, true, 3, ""},
+		{"past the limit by less than a note", `"` + long[:100] + `"`, true, 10, ""},
+		{"str", `"` + long + "yz" + `"`, true, 10, long[:10] + note(len(long)+2, 10)},
+		{"escapes decoded, cut between characters", `"a\n\"\u00e9\ud83d\udc0d` + long + `"`, true, 8,
+			"a\n\"é" + note(1+1+1+2+4+len(long), 8)},
+		{"a pair of escapes is one character", `"\ud83d\udc0d\ud83d\udc0d` + long + `"`, true, 7,
+			"🐍" + note(8+len(long), 7)},
+		{"escaped to more than a note, short once decoded", `"` + strings.Repeat(`\u0001`, 100) + `"`, true, 100, ""},
+		{"lone surrogate is U+FFFD", `"\ud800` + long + `"`, true, 4, "\ufffdx" + note(3+len(long), 4)},
+		{"invalid UTF-8 is U+FFFD", "\"\xff" + long + `"`, true, 2, note(3+len(long), 2)},
+		{"JSON becomes a str", "[\n  \"é" + long + "\"\n]", false, 6, "[\n  \"" + note(10+len(long), 6)},
+		{"JSON cut inside a 4-byte character", "\"🐍" + long + "\"", false, 3, "\"" + note(6+len(long), 3)},
+		{"a str that is not a string literal is cut as text", "[" + long + "]", true, 5, "[xxxx" + note(2+len(long), 5)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			raw := json.RawMessage(tt.raw)
+			got, isString := capReturnValue(raw, tt.isString, tt.limit)
+			if tt.want == "" {
+				if string(got) != tt.raw || isString != tt.isString {
+					t.Errorf("capReturnValue changed a value it should leave alone: %q (str %v)", got, isString)
+				}
+				return
+			}
+			var text string
+			if err := json.Unmarshal(got, &text); err != nil || !isString {
+				t.Fatalf("capReturnValue = %q (str %v): want a str (%v)", got, isString, err)
+			}
+			if text != tt.want {
+				t.Errorf("capReturnValue = %q, want %q", text, tt.want)
+			}
+		})
+	}
+}
+
+func TestCutText(t *testing.T) {
+	tests := []struct {
+		name, text string
+		limit      int
+		want       string
+	}{
+		{"fits", "abc", 3, "abc"},
+		{"ASCII", "abcdef", 4, "abcd"},
+		{"before a 2-byte character", "aé", 2, "a"},
+		{"before a 3-byte character", "ab日", 4, "ab"},
+		{"before a 4-byte character", "a🐍", 4, "a"},
+		{"after a 4-byte character", "🐍a", 4, "🐍"},
+		{"continuation bytes only", "\x80\x80\x80\x80\x80\x80", 5, "\x80\x80\x80\x80\x80"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := cutText(tt.text, tt.limit); got != tt.want {
+				t.Errorf("cutText(%q, %d) = %q, want %q", tt.text, tt.limit, got, tt.want)
 			}
 		})
 	}

@@ -99,6 +99,14 @@ func renderCases() []renderCase {
 }`)}},
 		{"control_chars", bridge.Result{Status: bridge.StatusSuccess, ReturnString: true, ReturnValue: str("hi"),
 			Output: []string{"\x1b[31mred\x1b[0m", "tab\there", `quote " backslash \`, "del\x7f", "nul\x00 bell\x07 ff\x0c"}}},
+		// Return values past the output limit, as the worker cuts them
+		// (js/runner.py, cut_return_value; here with a 32 and a 48 byte
+		// limit): always a str, so JSON mode's return_value stays valid JSON
+		// and XML mode shows the text cut, then the note on its own line.
+		{"return_truncated_str", bridge.Result{Status: bridge.StatusSuccess, ReturnString: true,
+			ReturnValue: str("日本語テキスト日本語\n[return value truncated: the value is 4200 bytes, more than the 32 bytes limit]")}},
+		{"return_truncated_json", bridge.Result{Status: bridge.StatusSuccess, Output: []string{"big"}, ReturnString: true,
+			ReturnValue: str("[\n  {\n    \"tag\": \"</return_value>\",\n    \"n\": 1\n \n[return value truncated: the value is 102 bytes, more than the 48 bytes limit]")}},
 	}
 }
 
