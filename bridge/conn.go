@@ -88,6 +88,22 @@ func (c *Conn) Run(ctx context.Context, code string, onOutput func(s Stream, lin
 	}
 }
 
+// Ping checks that the worker's interpreter answers: the frame goes through
+// the worker's main thread to the runner and back.
+func (c *Conn) Ping(ctx context.Context) error {
+	if err := c.write(ctx, Message{Type: TypePing}); err != nil {
+		return err
+	}
+	m, err := c.read(ctx)
+	if err != nil {
+		return err
+	}
+	if m.Type != TypePong {
+		return fmt.Errorf("bridge: expected pong, got %q", m.Type)
+	}
+	return nil
+}
+
 // Imports returns the modules code imports that the worker's interpreter
 // cannot import yet, as Pyodide's find_imports names them.
 func (c *Conn) Imports(ctx context.Context, code string) ([]string, error) {

@@ -31,6 +31,10 @@ const (
 	// code. The worker's main thread acts on it, since the runner's thread
 	// is busy running Python.
 	TypeInterrupt = "interrupt"
+	// TypePing (Go → worker) asks an idle worker's interpreter to answer
+	// TypePong: a worker that does not is frozen or wedged.
+	TypePing = "ping"
+	TypePong = "pong"
 )
 
 // Stream names the standard stream a line was printed to.

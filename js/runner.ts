@@ -172,6 +172,8 @@ platform.python_version()`);
     }
     const msg = JSON.parse(e.data);
     switch (msg.type) {
+      case "ping": // the supervisor checks that this interpreter answers before a call
+        return send('{"type":"pong"}');
       case "imports":
         return send(runner.imports(msg.code));
       case "install":

@@ -171,6 +171,14 @@ func (p *pool) retire(w *worker) {
 	})
 }
 
+// discard ends a worker taken for a call that turned out not to be fit for
+// one (it did not answer): unlike retire, it counts as a restart.
+func (p *pool) discard(w *worker, why error) {
+	p.restarts.Inc()
+	p.log.Warn("a warm worker did not answer; replacing it", zap.Int("pid", w.proc.Pid()), zap.Error(why))
+	p.retire(w)
+}
+
 // offer gives a ready worker to the first waiting call, or keeps it warm.
 // p.mu must be held.
 func (p *pool) offer(w *worker) {

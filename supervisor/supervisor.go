@@ -327,7 +327,7 @@ func (s *Supervisor) Run(ctx context.Context, code string, onLine func(bridge.Li
 	if err != nil {
 		return s.installFailed(ctx, script, err, onLine)
 	}
-	w, err := s.pool.acquire(ctx)
+	w, err := s.takeWorker(ctx)
 	if err != nil {
 		return bridge.Result{}, err
 	}
@@ -361,6 +361,35 @@ func (s *Supervisor) Run(ctx context.Context, code string, onLine func(bridge.Li
 	res, err = s.call(ctx, w, code, onLine)
 	res.Dependencies = reqs
 	return res, err
+}
+
+// pingTimeout bounds how long a warm worker may take to answer before it
+// gets a call. An idle interpreter answers in well under a millisecond; a
+// loaded machine can delay it by tens; a frozen or wedged worker never does.
+const pingTimeout = time.Second
+
+// takeWorker takes a warm worker that proves it is alive: one that does not
+// answer at once (stopped, wedged) is replaced, and the call goes to the
+// next. Each try takes a different worker, so a pool of frozen workers
+// costs a call at most one pingTimeout a worker.
+func (s *Supervisor) takeWorker(ctx context.Context) (*worker, error) {
+	for try := 0; ; try++ {
+		w, err := s.pool.acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
+		err = w.conn.Ping(pingCtx)
+		cancel()
+		if err == nil {
+			return w, nil
+		}
+		if ctx.Err() != nil || try >= s.cfg.Workers {
+			s.pool.retire(w)
+			return nil, fmt.Errorf("no worker answered: %w", err)
+		}
+		s.pool.discard(w, err)
+	}
 }
 
 // installContext bounds the install phase of a call by the call's time limit.
