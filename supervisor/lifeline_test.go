@@ -51,12 +51,14 @@ func TestWorkersEndWithTheirServer(t *testing.T) {
 			}
 			_ = cmd.Wait()
 
-			deadline := time.Now().Add(10 * time.Second)
+			killed := time.Now()
+			deadline := killed.Add(10 * time.Second)
 			left := slices.Clone(pids)
 			for len(left) > 0 && time.Now().Before(deadline) {
 				left = slices.DeleteFunc(left, func(pid int) bool { return !running(pid) })
 				time.Sleep(50 * time.Millisecond) // bounded polling for the exits
 			}
+			t.Logf("workers gone %v after the kill", time.Since(killed).Round(time.Millisecond))
 			for _, pid := range left {
 				killPid(t, pid)
 			}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -38,9 +39,11 @@ func TestARuntimeRemovedUnderTheServerIsRebuilt(t *testing.T) {
 	// The first call may find a worker that started before the removal;
 	// the one after it needs a worker started after it.
 	for _, code := range []string{"'after'", "'rebuilt'"} {
+		start := time.Now()
 		if res, _ := run(t, s, code); res.Status != bridge.StatusSuccess {
 			t.Fatalf("a call after the removal: %+v", res)
 		}
+		t.Logf("%s served in %v", code, time.Since(start).Round(time.Millisecond))
 	}
 	mu.Lock()
 	defer mu.Unlock()
