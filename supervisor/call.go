@@ -27,11 +27,11 @@ var (
 // interrupted: KeyboardInterrupt lets it end cleanly with its output and
 // traceback. Code that ignores that for the grace period, or that is over
 // its memory, is killed with its worker.
-func (s *Supervisor) call(ctx context.Context, w *worker, code string, onLine func(bridge.Line)) (bridge.Result, error) {
+func (s *Supervisor) call(ctx context.Context, w *worker, code string, limit *deadline, onLine func(bridge.Line)) (bridge.Result, error) {
 	stopCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	if s.cfg.Timeout > 0 {
-		timer := time.AfterFunc(s.cfg.Timeout, func() { stop(errTimeout) })
+	if left, ok := limit.left(); ok {
+		timer := time.AfterFunc(max(left, 0), func() { stop(errTimeout) })
 		defer timer.Stop()
 	}
 	defer context.AfterFunc(s.ctx, func() { stop(errShutdown) })()

@@ -67,7 +67,7 @@ func TestWorkerImportsAndInstalls(t *testing.T) {
 	if err := w.conn.Install(ctx, []bridge.Wheel{wheel(t, "tinypkg", "1.0", "VALUE = 'from a wheel'\n")}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.call(ctx, w, "import tinypkg\ntinypkg.VALUE", nil)
+	res, err := s.call(ctx, w, "import tinypkg\ntinypkg.VALUE", &deadline{}, nil)
 	if err != nil || res.Status != bridge.StatusSuccess || string(res.ReturnValue) != `"from a wheel"` {
 		t.Errorf("after the install: %+v, %v", res, err)
 	}
@@ -84,7 +84,7 @@ func TestImportsOfCodeThatCannotBeParsed(t *testing.T) {
 			t.Errorf("Imports(%.20q...) = %q, %v; want none", code, missing, err)
 		}
 	}
-	if res, err := s.call(ctx, w, "1", nil); err != nil || res.Status != bridge.StatusSuccess {
+	if res, err := s.call(ctx, w, "1", &deadline{}, nil); err != nil || res.Status != bridge.StatusSuccess {
 		t.Errorf("run afterwards: %+v, %v", res, err)
 	}
 }
@@ -97,7 +97,7 @@ func TestInstallOfABrokenWheelFails(t *testing.T) {
 		t.Fatal("a broken wheel installed")
 	}
 	// The worker still runs code after a failed install.
-	if res, err := s.call(ctx, w, "1", nil); err != nil || res.Status != bridge.StatusSuccess {
+	if res, err := s.call(ctx, w, "1", &deadline{}, nil); err != nil || res.Status != bridge.StatusSuccess {
 		t.Errorf("run after a failed install: %+v, %v", res, err)
 	}
 }

@@ -231,7 +231,7 @@ func TestAnInterruptAheadOfTheRunStopsTheRun(t *testing.T) {
 	var err error
 	go func() {
 		defer close(done)
-		res, err = s.call(ctx, w, "while True: pass", nil)
+		res, err = s.call(ctx, w, "while True: pass", &deadline{}, nil)
 	}()
 	select {
 	case <-done:

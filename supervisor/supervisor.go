@@ -318,49 +318,71 @@ func (s *Supervisor) Run(ctx context.Context, code string, onLine func(bridge.Li
 	if _, err := s.ensure(ctx, func(step string) { s.log.Info(step) }); err != nil {
 		return bridge.Result{}, err
 	}
+	// One time limit for the whole call: fetching, installing and running
+	// together. Only the wait for a free worker does not count.
+	limit := s.newDeadline(start)
+
 	// The files of a script's dependencies are ready before a worker is
 	// taken, so a failed install costs no interpreter.
 	installed := map[string]bool{}
-	fetchCtx, cancel := s.installContext(ctx)
+	fetchCtx, cancel := limit.context(ctx)
 	wheels, err := s.pkgs.files(fetchCtx, script, installed, onLine)
 	cancel()
 	if err != nil {
-		return s.installFailed(ctx, script, err, onLine)
+		return s.installFailed(ctx, limit, phaseFetch, script, err, onLine)
 	}
+	waited := time.Now()
 	w, err := s.takeWorker(ctx)
 	if err != nil {
 		return bridge.Result{}, err
 	}
 	defer s.pool.retire(w)
-	// The time waiting for a worker does not count against the install.
-	installCtx, cancel := s.installContext(ctx)
+	limit.extend(time.Since(waited))
+	installCtx, cancel := limit.context(ctx)
 	defer cancel()
 	reqs := script
 	if !fromScript {
 		if len(wheels) > 0 {
 			// --deps first: what they bring is then importable, not inferred.
 			if err := w.conn.Install(installCtx, wheels); err != nil {
-				return s.installFailed(ctx, nil, err, onLine)
+				return s.installFailed(ctx, limit, phaseInstall, nil, err, onLine)
 			}
 			wheels = nil
 		}
 		if reqs, err = s.pkgs.inferred(installCtx, w, code); err != nil {
+			if limit.passed() {
+				return s.installFailed(ctx, limit, phaseImports, nil, err, onLine)
+			}
 			return bridge.Result{}, err
 		}
 		if len(reqs) > 0 {
 			if wheels, err = s.pkgs.files(installCtx, reqs, installed, onLine); err != nil {
-				return s.installFailed(ctx, reqs, err, onLine)
+				return s.installFailed(ctx, limit, phaseFetch, reqs, err, onLine)
 			}
 		}
 	}
 	if len(wheels) > 0 {
 		if err := w.conn.Install(installCtx, wheels); err != nil {
-			return s.installFailed(ctx, reqs, err, onLine)
+			return s.installFailed(ctx, limit, phaseInstall, reqs, err, onLine)
 		}
 	}
-	res, err = s.call(ctx, w, code, onLine)
+	res, err = s.call(ctx, w, code, limit, onLine)
 	res.Dependencies = reqs
 	return res, err
+}
+
+// installFailed turns an install failure into the call's result, unless the
+// call itself was cancelled. A failure because the call's time ran out in
+// phase says so.
+func (s *Supervisor) installFailed(ctx context.Context, limit *deadline, phase string, reqs []string, err error, onLine func(bridge.Line)) (bridge.Result, error) {
+	if ctx.Err() != nil {
+		return bridge.Result{}, fmt.Errorf("call cancelled: %w", context.Cause(ctx))
+	}
+	if limit.passed() {
+		err = fmt.Errorf("TimeoutError: the call did not finish within %s: its time ran out while %s", s.cfg.Timeout, phase)
+	}
+	s.log.Warn("cannot install packages", zap.Strings("requirements", reqs), zap.Error(err))
+	return installError(reqs, err, onLine), nil
 }
 
 // pingTimeout bounds how long a warm worker may take to answer before it
@@ -390,24 +412,6 @@ func (s *Supervisor) takeWorker(ctx context.Context) (*worker, error) {
 		}
 		s.pool.discard(w, err)
 	}
-}
-
-// installContext bounds the install phase of a call by the call's time limit.
-func (s *Supervisor) installContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if s.cfg.Timeout > 0 {
-		return context.WithTimeout(ctx, s.cfg.Timeout)
-	}
-	return context.WithCancel(ctx)
-}
-
-// installFailed turns an install failure into the call's result, unless the
-// call itself was cancelled.
-func (s *Supervisor) installFailed(ctx context.Context, reqs []string, err error, onLine func(bridge.Line)) (bridge.Result, error) {
-	if ctx.Err() != nil {
-		return bridge.Result{}, fmt.Errorf("call cancelled: %w", context.Cause(ctx))
-	}
-	s.log.Warn("cannot install packages", zap.Strings("requirements", reqs), zap.Error(err))
-	return installError(reqs, err, onLine), nil
 }
 
 // Health reports the pool's state, for readiness checks.

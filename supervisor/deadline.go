@@ -1,0 +1,54 @@
+package supervisor
+
+import (
+	"context"
+	"time"
+)
+
+// The phases of a call before its code runs, as a timeout names them.
+const (
+	phaseFetch   = "resolving and downloading packages"
+	phaseImports = "finding the code's imports"
+	phaseInstall = "installing packages"
+)
+
+// deadline is a call's one time limit (--timeout): it runs from the call's
+// start through fetching, installing and running, and stops only while the
+// call waits for a free worker, which is the server's doing, not the call's.
+type deadline struct {
+	at time.Time // zero: no limit
+}
+
+// newDeadline starts the limit of a call that started at start.
+func (s *Supervisor) newDeadline(start time.Time) *deadline {
+	if s.cfg.Timeout <= 0 {
+		return &deadline{}
+	}
+	return &deadline{at: start.Add(s.cfg.Timeout)}
+}
+
+// extend moves the limit by d, the time the call spent waiting.
+func (d *deadline) extend(by time.Duration) {
+	if !d.at.IsZero() {
+		d.at = d.at.Add(by)
+	}
+}
+
+// context is ctx ending at the limit.
+func (d *deadline) context(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d.at.IsZero() {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, d.at)
+}
+
+// passed reports whether the limit has been reached.
+func (d *deadline) passed() bool { return !d.at.IsZero() && !time.Now().Before(d.at) }
+
+// left is the time that remains, and false when there is no limit.
+func (d *deadline) left() (time.Duration, bool) {
+	if d.at.IsZero() {
+		return 0, false
+	}
+	return time.Until(d.at), true
+}

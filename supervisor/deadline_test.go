@@ -1,0 +1,55 @@
+package supervisor
+
+import (
+	"crypto/rand"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-run-python/mcp-run-python/bridge"
+	pt "github.com/mcp-run-python/mcp-run-python/supervisor/packages/packagestest"
+)
+
+// --timeout is the limit of the whole call: a slow download and slow code
+// share it, and the result says in which phase it ran out.
+func TestOneTimeLimitForTheWholeCall(t *testing.T) {
+	const timeout, grace = 4 * time.Second, time.Second
+	script := func(name string) string {
+		return "# /// script\n# dependencies = ['" + name + "']\n# ///\nimport " + name + "\nprint('running')\nwhile True:\n    pass\n"
+	}
+	tests := []struct {
+		name    string
+		delay   time.Duration // of the wheel's download
+		status  bridge.Status
+		message string
+	}{
+		{"the download takes it all", 6 * time.Second, bridge.StatusInstallError,
+			"TimeoutError: the call did not finish within 4s: its time ran out while resolving and downloading packages"},
+		{"the download takes part and the code the rest", 2500 * time.Millisecond, bridge.StatusRunError,
+			"TimeoutError: the code did not finish within 4s and was interrupted"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := &pt.Repo{}
+			// A name of its own per run: the package cache must not have it.
+			name := "slowpkg" + strings.ToLower(rand.Text()[:12])
+			repo.Add(pt.Wheel{Name: name, Version: "1.0"})
+			srv, _ := repo.Serve(t, pt.Variant{JSON: true, Metadata: true}, tt.delay)
+			s := start(t, Config{Workers: 1, Timeout: timeout, Grace: grace, IndexURL: srv.URL + "/simple/"})
+			begin := time.Now()
+			res, err := s.Run(context.Background(), script(name), nil)
+			took := time.Since(begin)
+			t.Logf("%s in %v: %q", res.Status, took.Round(time.Millisecond), res.Error)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != tt.status || !strings.Contains(res.Error, tt.message) {
+				t.Errorf("got %s %q, want %s with %q", res.Status, res.Error, tt.status, tt.message)
+			}
+			if took > timeout+grace+time.Second {
+				t.Errorf("the call took %v, more than its limit and grace", took)
+			}
+		})
+	}
+}
