@@ -1,8 +1,8 @@
 package supervisor
 
 import (
-	"crypto/rand"
 	"context"
+	"crypto/rand"
 	"strings"
 	"testing"
 	"time"
