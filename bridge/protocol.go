@@ -94,6 +94,10 @@ type Message struct {
 	ReturnValue  json.RawMessage `json:"return_value,omitempty"`  // indented JSON; absent for None; cut past the output limit (see Result)
 	ReturnString bool            `json:"return_string,omitempty"` // the value is a Python str
 	Error        string          `json:"error,omitempty"`         // result, installed and fatal
+	// ReturnCut and ErrorCut are the sizes in bytes of a return value or an
+	// error text that the worker cut to the output limit; 0 when whole.
+	ReturnCut int `json:"return_cut,omitempty"`
+	ErrorCut  int `json:"error_cut,omitempty"`
 }
 
 // File describes one package file of an install frame.

@@ -29,11 +29,11 @@ _MACHINERY = re.compile(
 )
 
 
-def run(code: str, limit: int = 0) -> str | Coroutine[None, None, str]:
+def run(code: str, limit: int = 0, error_limit: int = 0) -> str | Coroutine[None, None, str]:
     """Runs code as module __main__ from main.py and returns the result frame.
 
-    A return value or an error text longer than limit bytes (0: no limit) is
-    cut; see cut_text.
+    A return value longer than limit bytes, or an error text longer than
+    error_limit bytes, is cut (0: no limit); see cut_text.
 
     Code with top-level await gets a coroutine that returns it instead: the
     common, synchronous case then never waits for the event loop, whose
@@ -44,19 +44,19 @@ def run(code: str, limit: int = 0) -> str | Coroutine[None, None, str]:
         # The same settings as eval_code_async, which upstream used.
         runner = CodeRunner(code, filename='main.py', flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT).compile()
         if runner.code is not None and runner.code.co_flags & inspect.CO_COROUTINE:
-            return _run_async(runner, namespace, limit)
+            return _run_async(runner, namespace, limit, error_limit)
         return _success(runner.run(namespace), limit)
     except BaseException as e:  # SystemExit and KeyboardInterrupt are run errors too
-        return _failure(e, limit)
+        return _failure(e, error_limit)
     finally:
         _flush()
 
 
-async def _run_async(runner: CodeRunner, namespace: dict[str, object], limit: int) -> str:
+async def _run_async(runner: CodeRunner, namespace: dict[str, object], limit: int, error_limit: int) -> str:
     try:
         return _success(await runner.run_async(namespace), limit)
     except BaseException as e:
-        return _failure(e, limit)
+        return _failure(e, error_limit)
     finally:
         _flush()
 
@@ -68,9 +68,10 @@ def _success(value: object, limit: int) -> str:
     # str.__str__ makes a subclass a plain str, whose len and encode the
     # value's class cannot override to slip past the limit.
     text = str.__str__(value) if is_str else dump_json(value)
-    cut = cut_text(text, limit, 'return value')
+    cut = cut_text(text, limit)
     if cut is not None:
-        return f'{{"type":"result","status":"success","return_string":true,"return_value":{_string(cut)}}}'
+        kept, size = cut
+        return f'{{"type":"result","status":"success","return_string":true,"return_value":{_string(kept)},"return_cut":{size}}}'
     # The indented value goes into the frame as it is: the Go side keeps its
     # bytes, so what the client sees is exactly what was dumped here.
     if is_str:
@@ -78,24 +79,15 @@ def _success(value: object, limit: int) -> str:
     return f'{{"type":"result","status":"success","return_string":false,"return_value":{text}}}'
 
 
-def cut_text(text: str, limit: int, what: str) -> str | None:
-    """text cut to limit bytes with a note naming what it is, or None when it fits.
+def cut_text(text: str, limit: int) -> tuple[str, int] | None:
+    """text's first limit bytes and its whole size in bytes, or None when it fits.
 
     text is what the client would see: a return value's (a str itself,
     anything else its indented JSON) or an error's. It is cut here, before
     the frame is built, so that nothing oversized crosses the bridge or
-    reaches the Go side's memory. The cut falls on a character boundary, and
-    the note follows on a line of its own, like the output's truncation
-    marker:
-
-        [return value truncated: the value is 10000000 bytes, more than the 64 KiB limit]
-
-    The result is always a str, whatever the value was: cut JSON is no longer
-    JSON, and as a str it stays a valid return_value in JSON mode while XML
-    mode shows the same text as it would have shown for the whole value. The
-    note is never cut: the Go side (supervisor/call.go) cuts again only what
-    passes the limit by more than any note's length, so a value cut here is
-    left alone there.
+    reaches the Go side's memory. The cut falls on a character boundary; the
+    Go side (supervisor/call.go) adds the note that says what was cut, and
+    sends a cut value as a str: cut JSON is no longer JSON.
     """
     # Values that surely fit are never encoded: a code point is at most 4
     # bytes in UTF-8, and one of an ASCII str (a flag CPython keeps) is 1.
@@ -108,21 +100,16 @@ def cut_text(text: str, limit: int, what: str) -> str | None:
     end = limit
     while end > 0 and data[end] & 0xC0 == 0x80:  # back to the start of a character
         end -= 1
-    kept = data[:end].decode('utf-8', 'surrogatepass')
-    return f'{kept}\n[{what} truncated: the value is {_size(len(data))}, more than the {_size(limit)} limit]'
-
-
-def _size(n: int) -> str:
-    """n bytes as the Go side's bytesText writes them (supervisor/call.go)."""
-    for shift, unit in ((30, 'GiB'), (20, 'MiB'), (10, 'KiB')):
-        if n >= 1 << shift and n % (1 << shift) == 0:
-            return f'{n >> shift} {unit}'
-    return f'{n} bytes'
+    return data[:end].decode('utf-8', 'surrogatepass'), len(data)
 
 
 def _failure(e: BaseException, limit: int) -> str:
     error = format_error(e)
-    return json.dumps({'type': 'result', 'status': 'run-error', 'error': cut_text(error, limit, 'error') or error})
+    frame = {'type': 'result', 'status': 'run-error', 'error': error}
+    cut = cut_text(error, limit)
+    if cut is not None:
+        frame['error'], frame['error_cut'] = cut
+    return json.dumps(frame)
 
 
 def _flush() -> None:

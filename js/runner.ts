@@ -24,6 +24,8 @@ export interface Init {
    * runner.py's cut_text); 0 for no limit.
    */
   outputLimit?: number;
+  /** Bytes of a run's error text; 0 for no limit. */
+  errorLimit?: number;
   /** Set by the parent to interrupt the running code; see worker.ts. */
   interrupt?: Int32Array;
 }
@@ -197,7 +199,7 @@ platform.python_version()`);
       // A string, or a coroutine for top-level await. The return value is
       // cut to the limit in Python, before the frame exists: an oversized
       // value never crosses to this thread or the bridge.
-      const ran = runner.run(msg.code, init.outputLimit ?? 0);
+      const ran = runner.run(msg.code, init.outputLimit ?? 0, init.errorLimit ?? 0);
       result = typeof ran === "string" ? ran : await ran;
     } catch (e) {
       // Only the interpreter's own end gets here (os._exit, a wasm trap):

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dustin/go-humanize"
 	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
@@ -70,8 +71,8 @@ func (s *Supervisor) call(ctx context.Context, w *worker, code string, limit *de
 		switch o.msg.Status {
 		case bridge.StatusSuccess, bridge.StatusRunError:
 			res.Status = o.msg.Status
-			res.ReturnValue, res.ReturnString = capReturnValue(o.msg.ReturnValue, o.msg.ReturnString, s.cfg.OutputLimit)
-			res.Error, _ = capText(o.msg.Error, s.cfg.OutputLimit, "error")
+			res.ReturnValue, res.ReturnString = capReturnValue(o.msg.ReturnValue, o.msg.ReturnString, o.msg.ReturnCut, s.cfg.OutputLimit)
+			res.Error = capText(o.msg.Error, o.msg.ErrorCut, s.errorLimit(), "error")
 			return res, nil
 		}
 		o.err = fmt.Errorf("worker sent the unknown status %q", o.msg.Status)
@@ -86,7 +87,7 @@ func (s *Supervisor) call(ctx context.Context, w *worker, code string, limit *de
 	case errors.Is(cause, errTimeout):
 		res.Error = stoppedError(o.msg, fmt.Sprintf("TimeoutError: the code did not finish within %s and was %s", s.cfg.Timeout, how))
 	case errors.Is(cause, errMemory):
-		res.Error = fmt.Sprintf("MemoryError: the code used more than %s of memory and was killed with its worker", bytesText(s.cfg.MemoryLimit))
+		res.Error = fmt.Sprintf("MemoryError: the code used more than %s of memory and was killed with its worker", humanize.IBytes(uint64(s.cfg.MemoryLimit)))
 	case cause != nil && ctx.Err() != nil:
 		return res, fmt.Errorf("call cancelled: %w", context.Cause(ctx))
 	case cause != nil:
@@ -189,7 +190,7 @@ func (o *output) add(stream bridge.Stream, lines []string, droppedByWorker int) 
 
 func (o *output) finish() []string {
 	if o.dropped > 0 {
-		marker := fmt.Sprintf("[output truncated: %s more was printed than the %s limit]", bytesText(int64(o.dropped)), bytesText(int64(o.limit)))
+		marker := fmt.Sprintf("[output truncated: %s more was printed than the %s limit]", humanize.IBytes(uint64(o.dropped)), humanize.IBytes(uint64(o.limit)))
 		o.lines = append(o.lines, marker)
 		if o.onLine != nil {
 			o.onLine(bridge.Line{Stream: bridge.Stderr, Text: marker})
@@ -198,22 +199,29 @@ func (o *output) finish() []string {
 	return o.lines
 }
 
-// noteRoom is more than the longest truncation note with its newline. A
-// text passing the limit by less is left alone: the worker's runner
-// (js/runner.py, cut_text) keeps up to the limit and adds its note past it,
-// and that text must not be cut a second time here.
-const noteRoom = 256
+// minErrorLimit is the least an error text may keep: a traceback must
+// survive a small output limit whole, and the interrupt's traceback ends
+// with what stoppedError reads.
+const minErrorLimit = 64 << 10
 
-// capReturnValue cuts a return value the worker sent past limit bytes (0: no
-// limit) as the worker's runner would have: the first limit bytes of its
-// text (a str itself, anything else its JSON), ended on a character
-// boundary, then a note on a line of its own, all as a str. The runner does
-// it before the value is sent; code that tampers with the runner (it shares
-// the interpreter) can still send a value up to the bridge's read limit of a
-// serving worker (servingReadLimit), and this keeps it from going further.
-func capReturnValue(raw json.RawMessage, isString bool, limit int) (json.RawMessage, bool) {
+// errorLimit is the size past which a run's error text is cut: the output
+// limit, but never less than minErrorLimit; 0 for none.
+func (s *Supervisor) errorLimit() int {
+	if s.cfg.OutputLimit <= 0 {
+		return 0
+	}
+	return max(s.cfg.OutputLimit, minErrorLimit)
+}
+
+// capReturnValue returns a return value whole, or cut to limit bytes (0:
+// no limit) with a note, as a str: cut JSON is no longer JSON. The worker's
+// runner cuts a value before it sends it and says how big it was (cutSize);
+// code that tampers with the runner (it shares the interpreter) can still
+// send a bigger one, up to the bridge's read limit of a serving worker
+// (servingReadLimit), which is cut here the same way.
+func capReturnValue(raw json.RawMessage, isString bool, cutSize, limit int) (json.RawMessage, bool) {
 	// A str's JSON form is never shorter than the str itself.
-	if limit <= 0 || len(raw) <= limit+noteRoom {
+	if cutSize == 0 && (limit <= 0 || len(raw) <= limit) {
 		return raw, isString
 	}
 	text := string(raw)
@@ -223,26 +231,29 @@ func capReturnValue(raw json.RawMessage, isString bool, limit int) (json.RawMess
 			text = s
 		}
 	}
-	cut, ok := capText(text, limit, "return value")
-	if !ok {
+	if cutSize == 0 && len(text) <= limit {
 		return raw, isString
 	}
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false) // as the runner writes strings
-	_ = enc.Encode(cut)      // a Go string always encodes
+	_ = enc.Encode(capText(text, cutSize, limit, "return value"))
 	return json.RawMessage(strings.TrimSuffix(b.String(), "\n")), true
 }
 
-// capText cuts text past limit bytes (and the room of a note) to its first
-// limit bytes, on a character boundary, and adds a note that names what was
-// cut; ok is false when text is left as it is.
-func capText(text string, limit int, what string) (string, bool) {
-	if limit <= 0 || len(text) <= limit+noteRoom {
-		return text, false
+// capText returns text whole, or its first limit bytes, on a character
+// boundary, and a line that says what was cut: the one place that writes
+// that note. cutSize is the size of the whole text when the worker already
+// cut it, else 0.
+func capText(text string, cutSize, limit int, what string) string {
+	if cutSize == 0 {
+		if limit <= 0 || len(text) <= limit {
+			return text
+		}
+		cutSize = len(text)
 	}
-	note := fmt.Sprintf("[%s truncated: the value is %s, more than the %s limit]", what, bytesText(int64(len(text))), bytesText(int64(limit)))
-	return cutText(text, limit) + "\n" + note, true
+	return cutText(text, limit) + "\n" + fmt.Sprintf("[%s truncated: the value is %s, more than the %s limit]",
+		what, humanize.IBytes(uint64(cutSize)), humanize.IBytes(uint64(limit)))
 }
 
 // cutText returns the longest prefix of text of at most limit bytes that does
@@ -293,16 +304,4 @@ func (s *Supervisor) watchMemory(ctx context.Context, w *worker, over func()) {
 			return
 		}
 	}
-}
-
-func bytesText(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

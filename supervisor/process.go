@@ -96,6 +96,7 @@ type workerInit struct {
 	Snapshot     string `json:"snapshot,omitempty"`
 	MakeSnapshot bool   `json:"makeSnapshot,omitempty"`
 	OutputLimit  int    `json:"outputLimit,omitempty"`
+	ErrorLimit   int    `json:"errorLimit,omitempty"`
 }
 
 // policy is the sandbox of a worker: it reads the runtime files it needs and
@@ -157,7 +158,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, makeSnapshot b
 			_ = os.RemoveAll(private)
 		}
 	}
-	init := workerInit{Type: "init", Pyodide: rt.pyodide, MakeSnapshot: makeSnapshot, OutputLimit: s.cfg.OutputLimit}
+	init := workerInit{Type: "init", Pyodide: rt.pyodide, MakeSnapshot: makeSnapshot, OutputLimit: s.cfg.OutputLimit, ErrorLimit: s.errorLimit()}
 	if !makeSnapshot {
 		init.Snapshot = rt.snapshot
 	}
@@ -226,16 +227,16 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, makeSnapshot b
 }
 
 // servingReadLimit is the largest frame read from a worker that serves
-// calls, or that is what user code could send with the worker's own
-// connection: an output or result frame holds at most the output limit of
-// text (the runner cuts output, return value and error text to it), which
-// JSON writes in up to 6 bytes a byte (\u0001); an imports frame holds names
-// from the code. Without either limit, the bridge's own.
+// calls, which is what user code could send with the worker's own
+// connection. The runner cuts output and return value to the output limit
+// and error text to errorLimit, at least as much; JSON writes such text in
+// up to 6 bytes a byte (\u0001). An imports frame holds names from the
+// code. Without either limit, the bridge's own.
 func (s *Supervisor) servingReadLimit() int64 {
 	if s.cfg.OutputLimit <= 0 || s.cfg.CodeLimit <= 0 {
 		return s.bridgeReadLimit()
 	}
-	return int64(max(6*s.cfg.OutputLimit, 3*s.cfg.CodeLimit)) + 1<<20
+	return int64(max(6*s.errorLimit(), 3*s.cfg.CodeLimit)) + 1<<20
 }
 
 // collectStderr logs what deno prints and keeps the last lines. User code

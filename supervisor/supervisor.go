@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -309,7 +310,7 @@ func (s *Supervisor) Run(ctx context.Context, code string, onLine func(bridge.Li
 		s.metrics.duration.Observe(time.Since(start).Seconds())
 	}()
 	if s.cfg.CodeLimit > 0 && len(code) > s.cfg.CodeLimit {
-		return bridge.Result{}, fmt.Errorf("the code is %s, more than the %s limit", bytesText(int64(len(code))), bytesText(int64(s.cfg.CodeLimit)))
+		return bridge.Result{}, fmt.Errorf("the code is %s, more than the %s limit", humanize.IBytes(uint64(len(code))), humanize.IBytes(uint64(s.cfg.CodeLimit)))
 	}
 	script, fromScript, err := packages.FromCode(code)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/dustin/go-humanize"
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 )
 
@@ -194,7 +195,7 @@ func TestLimits(t *testing.T) {
 		if res.Status != bridge.StatusSuccess || len(res.Output) != 11 {
 			t.Fatalf("got %s with %d lines, want success with 10 lines and a marker", res.Status, len(res.Output))
 		}
-		if want := "[output truncated: 900 bytes more was printed than the 100 bytes limit]"; res.Output[10] != want {
+		if want := "[output truncated: 900 B more was printed than the 100 B limit]"; res.Output[10] != want {
 			t.Errorf("marker %q, want %q", res.Output[10], want)
 		}
 		if len(lines) != 11 {
@@ -297,9 +298,9 @@ func TestOutputBombsAreCutAtTheSource(t *testing.T) {
 		marker     string
 	}{
 		{"one huge line", "print('x' * 100_000_000)\nprint('never')", 0,
-			"[output truncated: 100000007 bytes more was printed than the 1 KiB limit]"},
+			"[output truncated: 95 MiB more was printed than the 1.0 KiB limit]"},
 		{"many lines", "for _ in range(100_000): print('y' * 9)", 102,
-			"[output truncated: 998980 bytes more was printed than the 1 KiB limit]"},
+			"[output truncated: 976 KiB more was printed than the 1.0 KiB limit]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -331,7 +332,7 @@ func TestReturnValueCutAtTheSource(t *testing.T) {
 		{"2-byte characters cut at a boundary", "'x' + 'é' * 40_000", 80_001, "x" + strings.Repeat("é", (limit-1)/2), false},
 		{"4-byte characters cut at a boundary", "'ab' + '🐍' * 20_000", 80_002, "ab" + strings.Repeat("🐍", (limit-2)/4), false},
 		{"top-level await", "import asyncio\nawait asyncio.sleep(0)\n'y' * 100_000", 100_000, strings.Repeat("y", limit), false},
-		{"runner tampered with", "import sys\nsys.modules['_mcp_runner'].cut_text = lambda text, limit, what: None\n'w' * 10_000_000",
+		{"runner tampered with", "import sys\nsys.modules['_mcp_runner'].cut_text = lambda text, limit: None\n'w' * 10_000_000",
 			10_000_000, strings.Repeat("w", limit), true},
 	}
 	for _, tt := range tests {
@@ -350,7 +351,7 @@ func TestReturnValueCutAtTheSource(t *testing.T) {
 			if err := json.Unmarshal(res.ReturnValue, &got); err != nil {
 				t.Fatalf("return value %.100q: %v", res.ReturnValue, err)
 			}
-			want := tt.kept + "\n" + fmt.Sprintf("[return value truncated: the value is %d bytes, more than the 64 KiB limit]", tt.size)
+			want := tt.kept + "\n" + fmt.Sprintf("[return value truncated: the value is %s, more than the 64 KiB limit]", humanize.IBytes(uint64(tt.size)))
 			if got != want {
 				t.Errorf("return value of %d bytes ending %q, want %d ending %q", len(got), tail(got), len(want), tail(want))
 			}
@@ -375,8 +376,8 @@ func TestReturnValueCutAtTheSource(t *testing.T) {
 	// An error text is cut the same way: a traceback can be as long as
 	// the message of the exception.
 	res, _ := run(t, s, "raise ValueError('v' * 10_000_000)")
-	note := regexp.MustCompile(`\n\[error truncated: the value is \d+ bytes, more than the 64 KiB limit\]$`)
-	if res.Status != bridge.StatusRunError || !strings.HasPrefix(res.Error, "Traceback") || !note.MatchString(res.Error) || len(res.Error) > limit+noteRoom {
+	note := regexp.MustCompile(`\n\[error truncated: the value is 9\.5 MiB, more than the 64 KiB limit\]$`) // minErrorLimit
+	if res.Status != bridge.StatusRunError || !strings.HasPrefix(res.Error, "Traceback") || !note.MatchString(res.Error) || len(res.Error) > limit+100 {
 		t.Errorf("a 10 MB error: %s, %d bytes ending %q; want it cut to the limit with a note", res.Status, len(res.Error), tail(res.Error))
 	}
 	// Values up to the limit come whole, as before.
@@ -401,35 +402,37 @@ func tail(s string) string {
 
 func TestCapReturnValue(t *testing.T) {
 	note := func(size, limit int) string {
-		return fmt.Sprintf("\n[return value truncated: the value is %s, more than the %s limit]", bytesText(int64(size)), bytesText(int64(limit)))
+		return fmt.Sprintf("\n[return value truncated: the value is %s, more than the %s limit]", humanize.IBytes(uint64(size)), humanize.IBytes(uint64(limit)))
 	}
-	long := strings.Repeat("x", 2*noteRoom) // past any of the limits below by more than a note
+	long := strings.Repeat("x", 512)
 	tests := []struct {
 		name     string
 		raw      string
 		isString bool
 		limit    int
 		want     string // the value's text (a str decoded) when cut; "" when left alone
+		cutSize  int    // what the worker said the value was before it cut it
 	}{
-		{"no limit", `"` + strings.Repeat("x", 1000) + `"`, true, 0, ""},
-		{"fits", `"abc"`, true, 3, ""},
-		{"past the limit by less than a note", `"` + long[:100] + `"`, true, 10, ""},
-		{"str", `"` + long + "yz" + `"`, true, 10, long[:10] + note(len(long)+2, 10)},
+		{"no limit", `"` + strings.Repeat("x", 1000) + `"`, true, 0, "", 0},
+		{"fits", `"abc"`, true, 3, "", 0},
+		{"cut by the worker: the note is added", `"abc"`, true, 3, "abc" + note(1000, 3), 1000},
+		{"cut by the worker, JSON: the note is added to the str", `"[\n  1,"`, true, 6, "[\n  1," + note(100, 6), 100},
+		{"str", `"` + long + "yz" + `"`, true, 10, long[:10] + note(len(long)+2, 10), 0},
 		{"escapes decoded, cut between characters", `"a\n\"\u00e9\ud83d\udc0d` + long + `"`, true, 8,
-			"a\n\"é" + note(1+1+1+2+4+len(long), 8)},
+			"a\n\"é" + note(1+1+1+2+4+len(long), 8), 0},
 		{"a pair of escapes is one character", `"\ud83d\udc0d\ud83d\udc0d` + long + `"`, true, 7,
-			"🐍" + note(8+len(long), 7)},
-		{"escaped to more than a note, short once decoded", `"` + strings.Repeat(`\u0001`, 100) + `"`, true, 100, ""},
-		{"lone surrogate is U+FFFD", `"\ud800` + long + `"`, true, 4, "\ufffdx" + note(3+len(long), 4)},
-		{"invalid UTF-8 is U+FFFD", "\"\xff" + long + `"`, true, 2, note(3+len(long), 2)},
-		{"JSON becomes a str", "[\n  \"é" + long + "\"\n]", false, 6, "[\n  \"" + note(10+len(long), 6)},
-		{"JSON cut inside a 4-byte character", "\"🐍" + long + "\"", false, 3, "\"" + note(6+len(long), 3)},
-		{"a str that is not a string literal is cut as text", "[" + long + "]", true, 5, "[xxxx" + note(2+len(long), 5)},
+			"🐍" + note(8+len(long), 7), 0},
+		{"escaped to more than a note, short once decoded", `"` + strings.Repeat(`\u0001`, 100) + `"`, true, 100, "", 0},
+		{"lone surrogate is U+FFFD", `"\ud800` + long + `"`, true, 4, "\ufffdx" + note(3+len(long), 4), 0},
+		{"invalid UTF-8 is U+FFFD", "\"\xff" + long + `"`, true, 2, note(3+len(long), 2), 0},
+		{"JSON becomes a str", "[\n  \"é" + long + "\"\n]", false, 6, "[\n  \"" + note(10+len(long), 6), 0},
+		{"JSON cut inside a 4-byte character", "\"🐍" + long + "\"", false, 3, "\"" + note(6+len(long), 3), 0},
+		{"a str that is not a string literal is cut as text", "[" + long + "]", true, 5, "[xxxx" + note(2+len(long), 5), 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			raw := json.RawMessage(tt.raw)
-			got, isString := capReturnValue(raw, tt.isString, tt.limit)
+			got, isString := capReturnValue(raw, tt.isString, tt.cutSize, tt.limit)
 			if tt.want == "" {
 				if string(got) != tt.raw || isString != tt.isString {
 					t.Errorf("capReturnValue changed a value it should leave alone: %q (str %v)", got, isString)

@@ -104,9 +104,9 @@ func renderCases() []renderCase {
 		// limit): always a str, so JSON mode's return_value stays valid JSON
 		// and XML mode shows the text cut, then the note on its own line.
 		{"return_truncated_str", bridge.Result{Status: bridge.StatusSuccess, ReturnString: true,
-			ReturnValue: str("日本語テキスト日本語\n[return value truncated: the value is 4200 bytes, more than the 32 bytes limit]")}},
+			ReturnValue: str("日本語テキスト日本語\n[return value truncated: the value is 4.1 KiB, more than the 32 B limit]")}},
 		{"return_truncated_json", bridge.Result{Status: bridge.StatusSuccess, Output: []string{"big"}, ReturnString: true,
-			ReturnValue: str("[\n  {\n    \"tag\": \"</return_value>\",\n    \"n\": 1\n \n[return value truncated: the value is 102 bytes, more than the 48 bytes limit]")}},
+			ReturnValue: str("[\n  {\n    \"tag\": \"</return_value>\",\n    \"n\": 1\n \n[return value truncated: the value is 102 B, more than the 48 B limit]")}},
 	}
 }
 
