@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/gofrs/flock"
+	"github.com/natefinch/atomic"
 	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/js"
@@ -282,7 +283,12 @@ func (s *Supervisor) makeSnapshot(ctx context.Context, rt *runtimeFiles, path, c
 	if err != nil {
 		return fmt.Errorf("make snapshot: %w (%s)", err, w.stderrTail())
 	}
-	if err := writeFileAtomic(path, data); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	// Written whole or not at all, so that workers never restore from half
+	// a snapshot.
+	if err := atomic.WriteFile(path, bytes.NewReader(data)); err != nil {
 		return err
 	}
 	if codeCache == "" {
@@ -306,25 +312,6 @@ func (s *Supervisor) remakeSnapshot(rt *runtimeFiles) {
 			s.log.Error("cannot remake the memory snapshot", zap.Error(err))
 		}
 	})
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }
 
 // lockDir serialises preparation between processes sharing a cache: flock

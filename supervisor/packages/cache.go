@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/dustin/go-humanize"
+	"github.com/natefinch/atomic"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -416,7 +417,11 @@ func (c *Cache) saveProject(index string, p *Project) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(c.projectPath(index, p.Name), data)
+	path := c.projectPath(index, p.Name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return atomic.WriteFile(path, bytes.NewReader(data))
 }
 
 // loadProject reads a kept index page; a missing one wraps errNotFound.
@@ -433,29 +438,4 @@ func (c *Cache) loadProject(index, name string) (*Project, error) {
 		return nil, fmt.Errorf("package cache: %s: %w", c.projectPath(index, name), err)
 	}
 	return &p, nil
-}
-
-// writeFileAtomic writes data to path through a temporary file and a
-// rename.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, ".part-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
