@@ -33,6 +33,15 @@ func TestARuntimeRemovedUnderTheServerIsRebuilt(t *testing.T) {
 	if res, _ := run(t, s, "'before'"); res.Status != bridge.StatusSuccess {
 		t.Fatalf("a call before the removal: %+v", res)
 	}
+	// Removed while the server does nothing with it: a worker starting at
+	// the same time would rebuild it while it is being removed.
+	deadline := time.Now().Add(20 * time.Second)
+	for h := s.Health(); h.Warm != 1 || h.Starting != 0; h = s.Health() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool did not settle: %+v", h)
+		}
+		time.Sleep(20 * time.Millisecond) // bounded polling of the pool's state
+	}
 	if err := os.RemoveAll(cache); err != nil {
 		t.Fatal(err)
 	}
