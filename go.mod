@@ -8,6 +8,7 @@ require (
 	github.com/coder/websocket v1.8.14
 	github.com/dustin/go-humanize v1.1.0
 	github.com/gofrs/flock v0.13.1
+	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/natefinch/atomic v1.0.1
 	github.com/prometheus/client_golang v1.25.0

@@ -25,7 +25,12 @@ func Files() fs.FS { return files }
 
 // Version identifies this build of the worker program: a snapshot or runtime
 // directory made by another build is never reused.
-func Version() string {
+func Version() string { return version }
+
+// version is computed once: the embedded files never change.
+var version = hashFiles()
+
+func hashFiles() string {
 	h := sha256.New()
 	_ = fs.WalkDir(files, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/hashicorp/golang-lru/v2/expirable"
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/js"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
@@ -34,14 +34,20 @@ type installer struct {
 	deps     []string          // --deps, for every call
 	log      *zap.Logger
 
-	mu    sync.Mutex
-	plans map[string]resolved
+	// plans are resolved sets of requirements, by the requirements: a
+	// repeated call asks no index for planTTL. Bounded, so that calls with
+	// ever new requirements cannot grow it without end.
+	plans *expirable.LRU[string, resolved]
 }
 
 type resolved struct {
 	plan packages.Plan
 	at   time.Time
 }
+
+// maxPlans bounds the resolved sets kept: far more than the distinct sets
+// of dependencies a server's calls use within planTTL.
+const maxPlans = 1024
 
 // newInstaller reads the lock file of the installed Pyodide and sets up the
 // resolver and the package cache under the cache directory.
@@ -76,7 +82,7 @@ func newInstaller(cfg Config, pyodideDir string, log *zap.Logger) (*installer, e
 		imports:  lock.ImportTable(),
 		deps:     cfg.Deps,
 		log:      log,
-		plans:    map[string]resolved{},
+		plans:    expirable.NewLRU[string, resolved](maxPlans, nil, planTTL),
 	}, nil
 }
 
@@ -125,10 +131,7 @@ func (in *installer) files(ctx context.Context, reqs []string, installed map[str
 // planTTL.
 func (in *installer) plan(ctx context.Context, reqs []string, progress func(string)) (packages.Plan, error) {
 	key := strings.Join(reqs, "\n")
-	in.mu.Lock()
-	r, ok := in.plans[key]
-	in.mu.Unlock()
-	if ok && time.Since(r.at) < planTTL {
+	if r, ok := in.plans.Get(key); ok {
 		progress("resolved " + strings.Join(reqs, ", ") + " (as resolved " + time.Since(r.at).Round(time.Second).String() + " ago)")
 		return r.plan, nil
 	}
@@ -136,9 +139,7 @@ func (in *installer) plan(ctx context.Context, reqs []string, progress func(stri
 	if err != nil {
 		return packages.Plan{}, err
 	}
-	in.mu.Lock()
-	in.plans[key] = resolved{plan, time.Now()}
-	in.mu.Unlock()
+	in.plans.Add(key, resolved{plan, time.Now()})
 	return plan, nil
 }
 
