@@ -154,7 +154,7 @@ func TestWarmAndLiveLimits(t *testing.T) {
 func TestCodeLimit(t *testing.T) {
 	s := New(Config{CodeLimit: 10}, zaptest.NewLogger(t))
 	defer s.Close(context.Background())
-	if _, err := s.Run(context.Background(), strings.Repeat("1", 11), nil); err == nil || !strings.Contains(err.Error(), "more than the 10 bytes limit") {
+	if _, err := s.Run(context.Background(), strings.Repeat("1", 11), nil); err == nil || !strings.Contains(err.Error(), "more than the 10 B limit") {
 		t.Errorf("oversize code: %v", err)
 	}
 }
