@@ -4,20 +4,21 @@ import "encoding/json"
 
 // The wire protocol between the supervisor and a worker process.
 //
-// Every frame is one JSON object with a "type" field, except the memory
-// snapshot, which travels as a single binary frame. A worker's first frame is
+// Every frame is one JSON object with a "type" field, except two kinds of
+// binary frame: the memory snapshot, which a worker started to make one
+// sends on its own once connected, and the wheels that follow an install
+// frame. A worker's first frame is
 // always a Hello carrying its one-time secret; nothing else is read from a
 // connection that has not proved who it is.
 
 // Message types sent by a worker.
 const (
-	TypeHello    = "hello"    // worker → Go: first frame, proves the worker's identity
-	TypeReady    = "ready"    // worker → Go: Pyodide is loaded, the worker takes one run
-	TypeOutput   = "output"   // worker → Go: lines printed by the running code
-	TypeResult   = "result"   // worker → Go: the run finished
-	TypeFatal    = "fatal"    // worker → Go: the worker cannot go on
-	TypeRun      = "run"      // Go → worker: run this code
-	TypeSnapshot = "snapshot" // Go → worker: send a memory snapshot as a binary frame
+	TypeHello  = "hello"  // worker → Go: first frame, proves the worker's identity
+	TypeReady  = "ready"  // worker → Go: Pyodide is loaded, the worker takes one run
+	TypeOutput = "output" // worker → Go: lines printed by the running code
+	TypeResult = "result" // worker → Go: the run finished
+	TypeFatal  = "fatal"  // worker → Go: the worker cannot go on
+	TypeRun    = "run"    // Go → worker: run this code
 	// TypeImports asks the worker (Go → worker) which modules the code
 	// imports that its interpreter cannot import yet; the worker answers
 	// with the same type and Names.

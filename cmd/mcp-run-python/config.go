@@ -77,6 +77,8 @@ type Config struct {
 	// ShutdownTimeout is how long running calls get to finish after SIGTERM
 	// or SIGINT before they are cancelled; 0 cancels them at once.
 	ShutdownTimeout time.Duration
+	// Limits bound what callers can make the MCP front end hold.
+	Limits FrontEndLimits
 
 	// Help and Version ask for the usage text or the version instead of a mode.
 	Help    bool
@@ -145,6 +147,12 @@ type flagValues struct {
 	codeLimit         string
 	grace             time.Duration
 	shutdownTimeout   time.Duration
+	requestLimit      string
+	readTimeout       time.Duration
+	maxConnections    int
+	maxMCPSessions    int
+	mcpSessionIdle    time.Duration
+	allowOrigin       string
 }
 
 // newFlagSet defines the flags into v, with help for goos. Its output is
@@ -172,6 +180,12 @@ func newFlagSet(v *flagValues, goos string) *pflag.FlagSet {
 	fs.StringVar(&v.outputLimit, "output-limit", defaultOutputLimit, "output kept per call, such as 64KiB; 0 for no limit")
 	fs.StringVar(&v.codeLimit, "code-limit", defaultCodeLimit, "largest python_code accepted, such as 256KiB; 0 for no limit")
 	fs.DurationVar(&v.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "how long running calls get to finish after SIGTERM or SIGINT before they are cancelled")
+	fs.StringVar(&v.requestLimit, "request-limit", "", "largest request accepted, an HTTP request body or a stdio line, such as 16MiB; 0 for no limit (default: 8MiB, or 6 times --code-limit plus 1MiB if more)")
+	fs.DurationVar(&v.readTimeout, "read-timeout", defaultReadTimeout, "how long an HTTP client may take to send a request's headers, then its body (and an SSE client its first message)")
+	fs.IntVar(&v.maxConnections, "max-connections", defaultMaxConnections, "open HTTP connections; past it the one waiting longest for a request is closed (the new one refused if all are busy); 0 for no limit")
+	fs.IntVar(&v.maxMCPSessions, "max-mcp-sessions", defaultMaxMCPSessions, "live MCP protocol sessions (Streamable HTTP sessions, SSE streams; not Python interpreters): past it a new one gets 503; 0 for no limit")
+	fs.DurationVar(&v.mcpSessionIdle, "mcp-session-idle", defaultMCPSessionIdle, "an MCP protocol session (not a Python interpreter) without requests for this long is ended; 0 to keep idle sessions")
+	fs.StringVar(&v.allowOrigin, "allow-origin", "", "comma-separated origins of web pages that may call the HTTP modes, such as https://app.example.com, or * for any; local pages may call a local server")
 	fs.StringVar(&v.deno, "deno", "", denoHelp(goos))
 	fs.StringVar(&v.cacheDir, "cache-dir", "", cacheDirHelp(goos))
 	fs.StringVar(&v.logLevel, "log-level", defaultLogLevel, "level of the server's own log on stderr: debug, info, warn, error")
@@ -337,6 +351,9 @@ func parseConfig(args []string, env Environment, goos string) (Config, error) {
 		return Config{}, usageErrorf("invalid value %s for %s: must not be negative", v.shutdownTimeout, source("shutdown-timeout"))
 	}
 	cfg.ShutdownTimeout = v.shutdownTimeout
+	if cfg.Limits, err = parseFrontEndLimits(v, codeLimit, source); err != nil {
+		return Config{}, err
+	}
 	allowNet, err := parseAllowNet(v.allowNet)
 	if err != nil {
 		return Config{}, usageErrorf("invalid value %q for %s: %w", v.allowNet, source("allow-net"), err)
@@ -391,6 +408,49 @@ func parseConfig(args []string, env Environment, goos string) (Config, error) {
 		Grace:           v.grace,
 	}
 	return cfg, nil
+}
+
+// parseFrontEndLimits checks the flags of the front end's limits; source
+// names where a flag's value came from.
+func parseFrontEndLimits(v flagValues, codeLimit int64, source func(string) string) (FrontEndLimits, error) {
+	l := defaultFrontEndLimits(codeLimit)
+	if v.requestLimit != "" {
+		n, err := parseBytes(v.requestLimit, math.MaxInt)
+		if err != nil {
+			return l, usageErrorf("invalid value %q for %s: %w", v.requestLimit, source("request-limit"), err)
+		}
+		if n > 0 && codeLimit > 0 && n < codeLimit {
+			// Code under the code limit could not be sent: refuse rather
+			// than let such calls fail with a less helpful error.
+			return l, usageErrorf("invalid value %q for %s: below %s (%s)", v.requestLimit, source("request-limit"),
+				source("code-limit"), humanize.IBytes(uint64(codeLimit)))
+		}
+		l.RequestLimit = n
+	}
+	if v.readTimeout <= 0 {
+		return l, usageErrorf("invalid value %s for %s: must be positive", v.readTimeout, source("read-timeout"))
+	}
+	l.ReadTimeout = v.readTimeout
+	for _, f := range []struct {
+		name  string
+		value int
+		dst   *int
+	}{{"max-connections", v.maxConnections, &l.MaxConnections}, {"max-mcp-sessions", v.maxMCPSessions, &l.MaxMCPSessions}} {
+		if f.value < 0 {
+			return l, usageErrorf("invalid value %d for %s: must not be negative", f.value, source(f.name))
+		}
+		*f.dst = f.value
+	}
+	if v.mcpSessionIdle < 0 {
+		return l, usageErrorf("invalid value %s for %s: must not be negative", v.mcpSessionIdle, source("mcp-session-idle"))
+	}
+	l.MCPSessionIdle = v.mcpSessionIdle
+	origins, err := parseAllowOrigin(v.allowOrigin)
+	if err != nil {
+		return l, usageErrorf("invalid value %q for %s: %w", v.allowOrigin, source("allow-origin"), err)
+	}
+	l.AllowOrigins = origins
+	return l, nil
 }
 
 // parseBytes parses a size such as 512MiB, 1GB or 1048576 (bytes), at most

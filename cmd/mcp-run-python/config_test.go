@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +78,13 @@ func defaultConfig() Config {
 			Grace:        2 * time.Second,
 		},
 		ShutdownTimeout: 10 * time.Second,
+		Limits: FrontEndLimits{
+			RequestLimit:   8 << 20,
+			ReadTimeout:    30 * time.Second,
+			MaxConnections: 1024,
+			MaxMCPSessions: 256,
+			MCPSessionIdle: 30 * time.Minute,
+		},
 	}
 }
 
@@ -152,6 +161,7 @@ func TestParseConfig(t *testing.T) {
 			c.Supervisor.Workers, c.Supervisor.Warm, c.Supervisor.Queue = 6, 2, 100
 			c.Supervisor.QueueTimeout, c.Supervisor.CodeLimit = 5*time.Second, 2<<20
 			c.Supervisor.Grace, c.ShutdownTimeout = 3*time.Second, time.Minute
+			c.Limits.RequestLimit = 13 << 20 // follows the code limit
 		}},
 		{"command line wins over env for service flags", []string{"stdio", "--warm", "1", "--shutdown-timeout", "3s"}, withVars(standardEnv(), map[string]string{
 			"MCP_RUN_PYTHON_WARM":             "2",
@@ -196,6 +206,42 @@ func TestParseConfig(t *testing.T) {
 			"MCP_RUN_PYTHON_VERSION": "true",
 			"MCP_RUN_PYTHON_HELP":    "true",
 		}), nil},
+		{"front end limits", []string{"sse", "--request-limit", "16MiB", "--read-timeout", "5s", "--max-connections", "100",
+			"--max-mcp-sessions", "10", "--mcp-session-idle", "2m", "--allow-origin", "https://App.example.com:443/, http://localhost:5173"}, standardEnv(),
+			func(c *Config) {
+				c.Mode = ModeSSE
+				c.Limits = FrontEndLimits{RequestLimit: 16 << 20, ReadTimeout: 5 * time.Second, MaxConnections: 100,
+					MaxMCPSessions: 10, MCPSessionIdle: 2 * time.Minute,
+					AllowOrigins: []string{"https://app.example.com", "http://localhost:5173"}}
+			}},
+		{"front end limits off", []string{"stdio", "--request-limit", "0", "--max-connections", "0", "--max-mcp-sessions", "0",
+			"--mcp-session-idle", "0", "--allow-origin", "*"}, standardEnv(),
+			func(c *Config) {
+				c.Limits.RequestLimit, c.Limits.MaxConnections, c.Limits.MaxMCPSessions, c.Limits.MCPSessionIdle = 0, 0, 0, 0
+				c.Limits.AllowOrigins = []string{"*"}
+			}},
+		{"request limit follows a larger code limit", []string{"stdio", "--code-limit", "4MiB"}, standardEnv(),
+			func(c *Config) { c.Supervisor.CodeLimit, c.Limits.RequestLimit = 4<<20, 25<<20 }},
+		{"request limit keeps its default under a smaller code limit", []string{"stdio", "--code-limit", "0"}, standardEnv(),
+			func(c *Config) { c.Supervisor.CodeLimit = 0 }},
+		{"request limit follows a huge code limit without overflow", []string{"stdio", "--code-limit", strconv.Itoa(math.MaxInt)}, standardEnv(),
+			func(c *Config) { c.Supervisor.CodeLimit, c.Limits.RequestLimit = math.MaxInt, math.MaxInt }},
+		{"request limit equal to the code limit", []string{"stdio", "--request-limit", "1MiB"}, standardEnv(),
+			func(c *Config) { c.Limits.RequestLimit = 1 << 20 }},
+		{"env sets front end limits", []string{"stdio"}, withVars(standardEnv(), map[string]string{
+			"MCP_RUN_PYTHON_REQUEST_LIMIT":    "2MB",
+			"MCP_RUN_PYTHON_READ_TIMEOUT":     "1m",
+			"MCP_RUN_PYTHON_MAX_CONNECTIONS":  "64",
+			"MCP_RUN_PYTHON_MAX_MCP_SESSIONS": "8",
+			"MCP_RUN_PYTHON_MCP_SESSION_IDLE": "90s",
+			"MCP_RUN_PYTHON_ALLOW_ORIGIN":     "http://[::1]:8080",
+		}), func(c *Config) {
+			c.Limits = FrontEndLimits{RequestLimit: 2e6, ReadTimeout: time.Minute, MaxConnections: 64,
+				MaxMCPSessions: 8, MCPSessionIdle: 90 * time.Second, AllowOrigins: []string{"http://[::1]:8080"}}
+		}},
+		{"command line wins over env for front end limits", []string{"stdio", "--max-mcp-sessions", "3"},
+			withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_MAX_MCP_SESSIONS": "8"}),
+			func(c *Config) { c.Limits.MaxMCPSessions = 3 }},
 		{"version needs no mode", []string{"--version"}, standardEnv(),
 			func(c *Config) { *c = Config{Version: true} }},
 		{"help needs no mode", []string{"-h"}, standardEnv(),
@@ -272,6 +318,18 @@ func TestParseConfigUsageErrors(t *testing.T) {
 		{"allow net from env with a bad host", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_ALLOW_NET": "a b"}), "MCP_RUN_PYTHON_ALLOW_NET"},
 		{"allow net and no network", []string{"stdio", "--allow-net", "a.com", "--disable-networking"}, standardEnv(), "--allow-net and --disable-networking exclude each other"},
 		{"no cache dir at all", []string{"stdio"}, fakeEnv{denoPath: "/usr/bin/deno"}, "--cache-dir"},
+		{"bad request limit", []string{"stdio", "--request-limit", "huge"}, standardEnv(), "--request-limit"},
+		{"negative request limit", []string{"stdio", "--request-limit", "-1"}, standardEnv(), "--request-limit"},
+		{"request limit below the code limit", []string{"stdio", "--request-limit", "512KiB"}, standardEnv(), "below --code-limit (1.0 MiB)"},
+		{"request limit from env below the code limit", []string{"stdio", "--code-limit", "2MiB"},
+			withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_REQUEST_LIMIT": "1MiB"}), "MCP_RUN_PYTHON_REQUEST_LIMIT"},
+		{"zero read timeout", []string{"stdio", "--read-timeout", "0s"}, standardEnv(), "--read-timeout"},
+		{"negative max connections", []string{"stdio", "--max-connections", "-1"}, standardEnv(), "--max-connections"},
+		{"negative max mcp sessions", []string{"stdio", "--max-mcp-sessions", "-2"}, standardEnv(), "--max-mcp-sessions"},
+		{"negative mcp session idle", []string{"stdio", "--mcp-session-idle", "-1m"}, standardEnv(), "--mcp-session-idle"},
+		{"allow origin with a path", []string{"stdio", "--allow-origin", "https://a.example.com/app"}, standardEnv(), "--allow-origin"},
+		{"allow origin without a scheme", []string{"stdio", "--allow-origin", "a.example.com"}, standardEnv(), `"a.example.com" is not an origin`},
+		{"allow origin null", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_ALLOW_ORIGIN": "null"}), "MCP_RUN_PYTHON_ALLOW_ORIGIN"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -293,6 +351,8 @@ func TestUsageTextListsEveryFlagAndMode(t *testing.T) {
 		"--port", "--host", "--return-mode", "--deps", "--disable-networking", "--allow-net", "--version", "-h, --help",
 		"--workers", "--timeout", "--memory-limit", "--output-limit", "--deno", "--cache-dir", "--log-level",
 		"--warm", "--queue", "--queue-timeout", "--code-limit", "--grace", "--shutdown-timeout",
+		"--request-limit", "--read-timeout", "--max-connections", "--max-mcp-sessions", "--mcp-session-idle", "--allow-origin",
+		"MCP protocol sessions",
 		"stdio", "streamable_http_stateless", "sse", "warmup", "example", "MCP_RUN_PYTHON_",
 	} {
 		if !strings.Contains(text, want) {

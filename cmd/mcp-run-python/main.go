@@ -180,6 +180,7 @@ func run(ctx context.Context, args []string, std streams, env Environment, newEn
 		ReturnMode: cfg.ReturnMode,
 		Log:        log,
 		CodeLimit:  cfg.Supervisor.CodeLimit,
+		Limits:     &cfg.Limits,
 		// Cancelled code gets the supervisor's grace to stop before its
 		// worker is killed, and then a moment to report.
 		Calls: newCallGate(cfg.ShutdownTimeout, cfg.Supervisor.Grace+time.Second),

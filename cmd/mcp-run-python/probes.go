@@ -35,13 +35,22 @@ func newMetricsRegistry() *prometheus.Registry {
 // Prometheus use beside MCP in the HTTP modes.
 type probes struct {
 	health  func() supervisor.Health // the pool's state
-	metrics prometheus.Gatherer
+	metrics *prometheus.Registry
 	calls   *callGate // closed at shutdown
 	log     *zap.Logger
 }
 
-// handler returns next with /healthz, /readyz and /metrics added.
+// handler returns next with /healthz, /readyz and /metrics added. The
+// metrics of next's own (those of an HTTP front end's limits) join the
+// others.
 func (p probes) handler(next http.Handler) http.Handler {
+	if m, ok := next.(interface{ collectors() []prometheus.Collector }); ok {
+		for _, c := range m.collectors() {
+			if err := p.metrics.Register(c); err != nil {
+				p.log.Warn("register metrics", zap.Error(err))
+			}
+		}
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+healthzPath, p.healthz)
 	mux.HandleFunc("GET "+readyzPath, p.readyz)

@@ -65,6 +65,17 @@ type serverOptions struct {
 	CodeLimit int
 	// Calls admits the tool calls and stops them at shutdown.
 	Calls *callGate
+	// Limits bound what callers can make the front end hold; nil means the
+	// defaults for CodeLimit.
+	Limits *FrontEndLimits
+}
+
+// frontEndLimits returns o.Limits, or the defaults when it is nil.
+func (o serverOptions) frontEndLimits() FrontEndLimits {
+	if o.Limits != nil {
+		return *o.Limits
+	}
+	return defaultFrontEndLimits(int64(o.CodeLimit))
 }
 
 // newMCPServer returns the MCP server with its one tool. levels keeps the

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -44,6 +45,15 @@ func stdioToolWorkers(workers int) int {
 func serveStdio(ctx context.Context, o serverOptions, workers int, in io.Reader, out io.Writer) error {
 	mcpServer := newMCPServer(o, newLevelStore(true), &server.Hooks{})
 	w := &syncWriter{w: out}
+	if limit := o.frontEndLimits().RequestLimit; limit > 0 {
+		// Lines over the limit get an error response, through w so that it
+		// does not interleave with mcp-go's, and the server reads on.
+		in = newLineLimitReader(in, int(limit), func(prefix []byte, size int64) {
+			o.Log.Warn("a line on stdin over the request limit was skipped",
+				zap.Int64("bytes", size), zap.Int64("limit", limit))
+			_, _ = w.Write(oversizedLineError(prefix, size, int(limit)))
+		})
+	}
 	stdio := server.NewStdioServer(mcpServer)
 	for _, opt := range []server.StdioOption{
 		server.WithErrorLogger(zap.NewStdLog(o.Log)),
@@ -92,6 +102,9 @@ type httpFrontEnd struct {
 	pending *pendingResponses
 	// calls admits the tool calls and stops them at shutdown.
 	calls *callGate
+	// front holds the limits that serveHTTP applies to every connection and
+	// request, and what they count.
+	front *frontEnd
 }
 
 // newHTTPFrontEnd builds the handler for mode, one of the HTTP modes.
@@ -107,9 +120,33 @@ func newHTTPFrontEnd(mode Mode, o serverOptions) (*httpFrontEnd, error) {
 	return nil, fmt.Errorf("mode %q is not an HTTP mode", mode)
 }
 
+// frontHandler is the handler of Streamable HTTP. It carries the front
+// end's metrics to probes.handler, which registers them with the others, as
+// sseHandler does.
+type frontHandler struct {
+	http.Handler
+	front *frontEnd
+}
+
+// collectors returns the front end's metrics.
+func (h frontHandler) collectors() []prometheus.Collector { return h.front.collectors() }
+
+// corsOrigins returns the origins to answer CORS requests for: those of
+// --allow-origin, without which browsers could not read the answers.
+func corsOrigins(l FrontEndLimits) []server.CORSOption {
+	if len(l.AllowOrigins) == 0 {
+		return nil
+	}
+	return []server.CORSOption{server.WithCORSAllowedOrigins(l.AllowOrigins...)}
+}
+
 // newSSEFrontEnd serves the 2024-11-05 HTTP+SSE transport: GET /sse opens the
 // stream and announces /messages?sessionId=..., where the client POSTs.
 func newSSEFrontEnd(o serverOptions) *httpFrontEnd {
+	front := newFrontEnd(o.frontEndLimits(), o.Log)
+	pending := newPendingResponses()
+	streams := newSSEStreams(front.limits, pending)
+	front.liveSessions = streams.count
 	hooks := &server.Hooks{}
 	watch := newSessionWatch()
 	watch.install(hooks)
@@ -117,6 +154,7 @@ func newSSEFrontEnd(o serverOptions) *httpFrontEnd {
 		// ctx is the request context of the GET that opens the stream.
 		if stream, ok := ctx.Value(sseStreamKey{}).(*sseStream); ok {
 			stream.setSessionID(session.SessionID())
+			streams.register(session.SessionID(), stream)
 		}
 	})
 	mcpServer := newMCPServer(o, newLevelStore(true), hooks)
@@ -132,13 +170,14 @@ func newSSEFrontEnd(o serverOptions) *httpFrontEnd {
 			ctx = withNotifier(ctx, sseNotifier{events: sse, sessionID: session.SessionID()})
 			return withSessionDone(ctx, watch.done(session.SessionID()))
 		}),
+		server.WithSSECORS(corsOrigins(front.limits)...),
 	)
-	pending := newPendingResponses()
 	return &httpFrontEnd{
-		handler:       &sseHandler{sse: sse, pending: pending},
+		handler:       &sseHandler{sse: sse, pending: pending, streams: streams, front: front},
 		closeSessions: func(context.Context) { sse.CloseSessions() },
 		pending:       pending,
 		calls:         o.Calls,
+		front:         front,
 	}
 }
 
@@ -150,7 +189,12 @@ func newSSEFrontEnd(o serverOptions) *httpFrontEnd {
 type sseHandler struct {
 	sse     *server.SSEServer
 	pending *pendingResponses
+	streams *sseStreams // caps the streams and ends the idle ones
+	front   *frontEnd
 }
+
+// collectors returns the front end's metrics, for probes.handler.
+func (h *sseHandler) collectors() []prometheus.Collector { return h.front.collectors() }
 
 // ServeHTTP implements http.Handler.
 func (h *sseHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -165,16 +209,30 @@ func (h *sseHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveStream serves a session's event stream through an sseStream, which
-// marks responses delivered as they are flushed.
+// marks responses delivered as they are flushed. Each stream is an MCP
+// session: past the cap a new one gets 503, and one idle for too long is
+// closed.
 func (h *sseHandler) serveStream(w http.ResponseWriter, r *http.Request) {
 	f, ok := w.(http.Flusher)
 	if !ok {
 		h.sse.ServeHTTP(w, r)
 		return
 	}
+	if !h.streams.acquire() {
+		h.front.reject("mcp_sessions_full")
+		refuseFull(w, nil, fmt.Sprintf("too many MCP sessions: the server holds its limit of %d SSE streams (--max-mcp-sessions); try again later",
+			h.streams.max))
+		return
+	}
+	defer h.streams.release()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
 	stream := &sseStream{ResponseWriter: w, flusher: f, pending: h.pending}
-	r = r.WithContext(context.WithValue(r.Context(), sseStreamKey{}, stream))
+	h.streams.watchIdle(stream, cancel)
+	defer stream.stopIdle()
+	r = r.WithContext(context.WithValue(ctx, sseStreamKey{}, stream))
 	h.sse.ServeHTTP(stream, r)
+	h.streams.unregister(stream.sessionID(), stream)
 	// Nothing more reaches this session.
 	h.pending.dropGroup(stream.sessionID())
 }
@@ -182,18 +240,19 @@ func (h *sseHandler) serveStream(w http.ResponseWriter, r *http.Request) {
 // serveMessage records a request as pending before mcp-go sees it; mcp-go
 // answers 202 and sends the response on the stream later.
 func (h *sseHandler) serveMessage(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
+	body, err := requestBody(r)
 	if err != nil {
-		http.Error(w, "read request body: "+err.Error(), http.StatusBadRequest)
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	session := r.URL.Query().Get("sessionId")
+	h.streams.message(session)
 	key, ok := requestKey(body)
 	if !ok {
 		h.sse.ServeHTTP(w, r)
 		return
 	}
-	session := r.URL.Query().Get("sessionId")
 	h.pending.add(session, key)
 	rec := &statusRecorder{ResponseWriter: w}
 	h.sse.ServeHTTP(rec, r)
@@ -213,9 +272,40 @@ type sseStream struct {
 	flusher http.Flusher
 	pending *pendingResponses
 
+	// idleTimer closes the stream when its client sends no first message
+	// in time, or once it has been idle for too long; see
+	// sseStreams.watchIdle. It is nil, and watched false, when neither
+	// applies.
+	idleTimer  *time.Timer
+	watched    bool
+	greeted    atomic.Bool  // the client has sent a message
+	lastActive atomic.Int64 // when, in Unix nanoseconds, once greeted
+
 	mu      sync.Mutex
 	session string
 	written []string // keys of responses written, not yet flushed
+}
+
+// touch records activity on the stream: a message from its client when
+// message is set, else an event sent, which counts only once the client
+// has sent a message.
+func (s *sseStream) touch(message bool) {
+	if !s.watched {
+		return
+	}
+	if message {
+		s.lastActive.Store(time.Now().UnixNano())
+		s.greeted.Store(true)
+	} else if s.greeted.Load() {
+		s.lastActive.Store(time.Now().UnixNano())
+	}
+}
+
+// stopIdle stops watching the stream for idleness.
+func (s *sseStream) stopIdle() {
+	if s.idleTimer != nil {
+		s.idleTimer.Stop()
+	}
 }
 
 // setSessionID records the session the stream belongs to.
@@ -248,6 +338,7 @@ func (s *sseStream) Write(p []byte) (int, error) {
 // Flush implements http.Flusher.
 func (s *sseStream) Flush() {
 	s.flusher.Flush()
+	s.touch(false)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, key := range s.written {
@@ -431,23 +522,46 @@ func (p *pendingResponses) wait(ctx context.Context) error {
 // newStreamableFrontEnd serves Streamable HTTP at /mcp, with sessions or
 // stateless.
 func newStreamableFrontEnd(o serverOptions, stateless bool) *httpFrontEnd {
-	mcpServer := newMCPServer(o, newLevelStore(!stateless), &server.Hooks{})
+	front := newFrontEnd(o.frontEndLimits(), o.Log)
+	hooks := &server.Hooks{}
+	listen := newListenStreams()
+	hooks.AddOnUnregisterSession(func(_ context.Context, session server.ClientSession) {
+		listen.end(session.SessionID())
+	})
+	mcpServer := newMCPServer(o, newLevelStore(!stateless), hooks)
 	opts := []server.StreamableHTTPOption{
 		server.WithEndpointPath(streamablePath),
 		server.WithStreamableHTTPLogger(slog.New(zapSlogHandler{log: o.Log})),
+		server.WithStreamableHTTPCORS(corsOrigins(front.limits)...),
 	}
+	var ids *sessionIDs
 	if stateless {
 		opts = append(opts, server.WithStateLess(true))
 	} else {
-		// Session IDs must name a session this server made; mcp-go's
+		ids = newSessionIDs(front.limits.MaxMCPSessions)
+		// Session IDs must name a live session of this server; mcp-go's
 		// default only checks their format.
-		opts = append(opts, server.WithStateful(true))
+		opts = append(opts, server.WithSessionIdManagerResolver(ids))
+		front.liveSessions = ids.count
+		if ttl := front.limits.MCPSessionIdle; ttl > 0 {
+			opts = append(opts, server.WithSessionIdleTTL(ttl))
+		}
 	}
 	streamable := server.NewStreamableHTTPServer(mcpServer, opts...)
 	pending := newPendingResponses()
 	mux := http.NewServeMux()
-	mux.Handle(streamablePath, &streamableHandler{next: streamable, stateless: stateless, pending: pending})
-	return &httpFrontEnd{handler: mux, closeSessions: streamable.CloseSessions, pending: pending, calls: o.Calls}
+	mux.Handle(streamablePath, &streamableHandler{
+		next: streamable, stateless: stateless, pending: pending,
+		ids: ids, listen: listen, front: front,
+	})
+	return &httpFrontEnd{
+		handler: frontHandler{Handler: mux, front: front},
+		// Shutdown, rather than CloseSessions, also stops the idle sweeper.
+		closeSessions: func(ctx context.Context) { _ = streamable.Shutdown(ctx) },
+		pending:       pending,
+		calls:         o.Calls,
+		front:         front,
+	}
 }
 
 // streamableHandler wraps mcp-go's Streamable HTTP handler.
@@ -455,6 +569,9 @@ type streamableHandler struct {
 	next      http.Handler
 	stateless bool
 	pending   *pendingResponses // POSTs in flight: each carries its response
+	ids       *sessionIDs       // the live sessions (with sessions only)
+	listen    *listenStreams    // the GET streams (with sessions only)
+	front     *frontEnd
 }
 
 // ServeHTTP gives each request a callStream and its notifier (see
@@ -469,20 +586,42 @@ type streamableHandler struct {
 //     requests by session ID and request ID, so with the shared ID "" it
 //     would cancel another client's call that has the same request ID. Such
 //     clients cancel by closing the request, which cancels the call.
+//   - With sessions, an initialize past --max-mcp-sessions gets 503, and a
+//     GET stream must name a live session that has no stream yet (see
+//     serveListen).
 func (h *streamableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.stateless && (r.Method == http.MethodGet || r.Method == http.MethodDelete) {
 		writeMethodNotAllowed(w)
 		return
 	}
+	if !h.stateless && r.Method == http.MethodGet && !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+		var st *listenStream
+		if r, st = h.serveListen(w, r); st == nil {
+			return
+		}
+		defer h.listen.stop(r.Header.Get(server.HeaderKeySessionID), st)
+	}
 	if r.Method == http.MethodPost && r.Body != nil {
-		body, err := io.ReadAll(r.Body)
+		body, err := requestBody(r)
 		if err != nil {
-			http.Error(w, "read request body: "+err.Error(), http.StatusBadRequest)
+			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
 		if unaddressableCancel(h.stateless, r.Header, body) {
 			w.WriteHeader(http.StatusAccepted)
 			return
+		}
+		if !h.stateless && isInitialize(body) {
+			var res *reservation
+			var ok bool
+			if r, res, ok = h.ids.reserve(r); !ok {
+				h.front.reject("mcp_sessions_full")
+				refuseFull(w, requestID(body), fmt.Sprintf(
+					"too many MCP sessions: the server holds its limit of %d (--max-mcp-sessions); try again later, or end unused sessions with DELETE",
+					h.ids.max))
+				return
+			}
+			defer h.ids.unreserve(res)
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		key := h.pending.uniqueKey()
@@ -495,6 +634,40 @@ func (h *streamableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w = stream
 	}
 	h.next.ServeHTTP(w, r)
+}
+
+// serveListen admits a standalone GET stream, as the MCP TypeScript SDK
+// does: it needs the Mcp-Session-Id of a live session (400 without, 404 for
+// another), and a session has one stream at most (409 for a second). mcp-go
+// would open a stream, and register a new session, for any ID or none,
+// outside the session cap. It returns r with the stream's context, which
+// the end of its session cancels, and the stream; nil when it has answered.
+func (h *streamableHandler) serveListen(w http.ResponseWriter, r *http.Request) (*http.Request, *listenStream) {
+	id := r.Header.Get(server.HeaderKeySessionID)
+	switch {
+	case id == "":
+		writeJSONRPCError(w, http.StatusBadRequest, nil, codeRefused, "Bad Request: the Mcp-Session-Id header is required")
+		return r, nil
+	case !h.ids.isLive(id):
+		writeJSONRPCError(w, http.StatusNotFound, nil, codeRefused, "Session not found")
+		return r, nil
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	st, ok := h.listen.start(id, cancel)
+	if !ok {
+		cancel()
+		writeJSONRPCError(w, http.StatusConflict, nil, codeRefused, "Conflict: only one stream is allowed per session")
+		return r, nil
+	}
+	return r.WithContext(ctx), st
+}
+
+// isInitialize reports whether body is an initialize request.
+func isInitialize(body []byte) bool {
+	var msg struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(body, &msg) == nil && msg.Method == string(mcp.MethodInitialize)
 }
 
 // writeMethodNotAllowed answers as upstream's stateless server did.
@@ -525,17 +698,30 @@ func unaddressableCancel(stateless bool, header http.Header, body []byte) bool {
 // the listener closes and new calls are refused, running calls get
 // fe.calls's timeout to finish and are cancelled after it, their results
 // reach their clients, and then the long-lived streams are closed.
+//
+// Every request passes fe's guard (Host, Origin, request limit, read
+// timeout), and the connections are capped (see connLimiter).
 func serveHTTP(ctx context.Context, ln net.Listener, fe *httpFrontEnd, log *zap.Logger) error {
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
+	if fe.front == nil {
+		fe.front = newFrontEnd(defaultFrontEndLimits(0), log)
+	}
+	conns := newConnLimiter(ln, fe.front)
 	srv := &http.Server{
-		Handler:           fe.handler,
-		ReadHeaderTimeout: 30 * time.Second,
+		Handler: fe.front.guard(fe.handler),
+		// No ReadTimeout or WriteTimeout: they would cut the streams.
+		// guard bounds the body's reading instead.
+		ReadHeaderTimeout: fe.front.limits.ReadTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ConnState:         conns.connState,
+		ConnContext:       withConn,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          zap.NewStdLog(log),
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(conns) }()
 	select {
 	case err := <-served:
 		return fmt.Errorf("serve http: %w", err)
