@@ -47,22 +47,10 @@ const (
 	Stderr Stream = "stderr"
 )
 
-// The supervisor's own lines about a call's packages. They never come from
-// a worker (Conn.Run accepts only Stdout and Stderr) and are not part of a
-// result's output.
+// The statuses a result frame may carry.
 const (
-	Progress Stream = "progress" // package resolution, download and install
-	Failure  Stream = "failure"  // why packages could not be installed
-)
-
-// Status is the outcome of a run, as shown to MCP clients.
-type Status string
-
-// The statuses of the upstream contract.
-const (
-	StatusSuccess      Status = "success"
-	StatusInstallError Status = "install-error"
-	StatusRunError     Status = "run-error"
+	ResultSuccess  = "success"
+	ResultRunError = "run-error"
 )
 
 // Message is one JSON frame. Only the fields of its Type are set.
@@ -91,8 +79,8 @@ type Message struct {
 	Files []File `json:"files,omitempty"`
 
 	// result
-	Status       Status          `json:"status,omitempty"`
-	ReturnValue  json.RawMessage `json:"return_value,omitempty"`  // indented JSON; absent for None; cut past the output limit (see Result)
+	Status       string          `json:"status,omitempty"`
+	ReturnValue  json.RawMessage `json:"return_value,omitempty"`  // indented JSON; absent for None; cut by the worker past the output limit
 	ReturnString bool            `json:"return_string,omitempty"` // the value is a Python str
 	Error        string          `json:"error,omitempty"`         // result, installed and fatal
 	// ReturnCut and ErrorCut are the sizes in bytes of a return value or an
@@ -107,32 +95,4 @@ type File struct {
 	// InstallDir is where Pyodide unpacks it, as its lock file says: "site"
 	// (site-packages, the default), "stdlib" or "dynlib" (shared libraries).
 	InstallDir string `json:"install_dir,omitempty"`
-}
-
-// Line is one line printed by user code, without its newline, or one of the
-// supervisor's lines about the call's packages.
-type Line struct {
-	Stream Stream
-	Text   string
-}
-
-// Result is the outcome of running one piece of code.
-type Result struct {
-	Status       Status
-	Dependencies []string // requested dependencies, in request order
-	Output       []string // stdout and stderr lines, interleaved in print order
-	// ReturnValue is the value of the code's last expression as indented JSON
-	// (pydantic_core's to_json conventions), or nil when it was None.
-	//
-	// A value whose text (a str itself, anything else its JSON) is longer
-	// than the output limit is cut on a character boundary to the limit and
-	// followed by a line such as "[return value truncated: the value is
-	// 10000000 bytes, more than the 64 KiB limit]". The cut value is always
-	// a str, with ReturnString set: cut JSON is no longer JSON, and a str
-	// keeps JSON mode's return_value valid while XML mode shows the same text.
-	ReturnValue json.RawMessage
-	// ReturnString reports that the value is a Python str: XML rendering then
-	// shows the string itself rather than its JSON form.
-	ReturnString bool
-	Error        string // the error text when Status is not StatusSuccess
 }

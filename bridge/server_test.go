@@ -122,7 +122,7 @@ func TestBadHellosAreRefused(t *testing.T) {
 			return ws.Write(context.Background(), websocket.MessageBinary, []byte{1, 2, 3})
 		}},
 		{"result before hello", func(ws *websocket.Conn) error {
-			b, _ := json.Marshal(Message{Type: TypeResult, Status: StatusSuccess})
+			b, _ := json.Marshal(Message{Type: TypeResult, Status: ResultSuccess})
 			return ws.Write(context.Background(), websocket.MessageText, b)
 		}},
 		{"empty secret", func(ws *websocket.Conn) error {
@@ -183,20 +183,24 @@ func TestRunStreamsOutputThenResult(t *testing.T) {
 		_ = ws.Write(context.Background(), websocket.MessageText, raw)
 	}()
 
-	var got []Line
+	type line struct {
+		stream Stream
+		text   string
+	}
+	var got []line
 	res, err := c.Run(context.Background(), "print(1)", func(s Stream, lines []string, _ int) {
 		for _, l := range lines {
-			got = append(got, Line{s, l})
+			got = append(got, line{s, l})
 		}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Line{{Stdout, "a"}, {Stdout, "b"}, {Stderr, "c"}}
+	want := []line{{Stdout, "a"}, {Stdout, "b"}, {Stderr, "c"}}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
 		t.Errorf("lines = %v, want %v", got, want)
 	}
-	if res.Status != StatusSuccess || string(res.ReturnValue) != "[\n  1\n]" {
+	if res.Status != ResultSuccess || string(res.ReturnValue) != "[\n  1\n]" {
 		t.Errorf("result = %+v (value %q): the value's bytes must be kept as sent", res, res.ReturnValue)
 	}
 }

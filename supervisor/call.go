@@ -28,7 +28,7 @@ var (
 // interrupted: KeyboardInterrupt lets it end cleanly with its output and
 // traceback. Code that ignores that for the grace period, or that is over
 // its memory, is killed with its worker.
-func (s *Supervisor) call(ctx context.Context, w *worker, code string, limit *deadline, onLine func(bridge.Line)) (bridge.Result, error) {
+func (s *Supervisor) call(ctx context.Context, w *worker, code string, limit *deadline, onLine func(Line)) (Result, error) {
 	stopCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	if left, ok := limit.left(); ok {
@@ -64,13 +64,13 @@ func (s *Supervisor) call(ctx context.Context, w *worker, code string, limit *de
 		w.kill()
 		o = <-done
 	}
-	res := bridge.Result{Output: out.finish()}
+	res := Result{Output: out.finish()}
 
 	cause := context.Cause(stopCtx)
 	if cause == nil && o.err == nil {
 		switch o.msg.Status {
-		case bridge.StatusSuccess, bridge.StatusRunError:
-			res.Status = o.msg.Status
+		case bridge.ResultSuccess, bridge.ResultRunError:
+			res.Status = Status(o.msg.Status)
 			res.ReturnValue, res.ReturnString = capReturnValue(o.msg.ReturnValue, o.msg.ReturnString, o.msg.ReturnCut, s.cfg.OutputLimit)
 			res.Error = capText(o.msg.Error, o.msg.ErrorCut, s.errorLimit(), "error")
 			return res, nil
@@ -78,7 +78,7 @@ func (s *Supervisor) call(ctx context.Context, w *worker, code string, limit *de
 		o.err = fmt.Errorf("worker sent the unknown status %q", o.msg.Status)
 	}
 
-	res.Status = bridge.StatusRunError
+	res.Status = StatusRunError
 	how := "interrupted"
 	if killed {
 		how = "killed with its worker"
@@ -136,7 +136,7 @@ func interrupt(w *worker, done <-chan outcome, grace time.Duration) (outcome, bo
 // where it was; its last line becomes the reason it was stopped.
 func stoppedError(msg bridge.Message, reason string) string {
 	tb, ok := strings.CutSuffix(msg.Error, "KeyboardInterrupt\n")
-	if msg.Status != bridge.StatusRunError || !ok || !strings.HasPrefix(tb, "Traceback") {
+	if msg.Status != bridge.ResultRunError || !ok || !strings.HasPrefix(tb, "Traceback") {
 		return reason
 	}
 	return tb + reason + "\n"
@@ -167,7 +167,7 @@ func crashReason(w *worker, err error) string {
 // line on as it arrives.
 type output struct {
 	limit   int
-	onLine  func(bridge.Line)
+	onLine  func(Line)
 	lines   []string
 	size    int
 	dropped int
@@ -183,7 +183,7 @@ func (o *output) add(stream bridge.Stream, lines []string, droppedByWorker int) 
 		o.size += len(l) + 1
 		o.lines = append(o.lines, l)
 		if o.onLine != nil {
-			o.onLine(bridge.Line{Stream: stream, Text: l})
+			o.onLine(Line{Stream: Stream(stream), Text: l})
 		}
 	}
 }
@@ -193,7 +193,7 @@ func (o *output) finish() []string {
 		marker := fmt.Sprintf("[output truncated: %s more was printed than the %s limit]", humanize.IBytes(uint64(o.dropped)), humanize.IBytes(uint64(o.limit)))
 		o.lines = append(o.lines, marker)
 		if o.onLine != nil {
-			o.onLine(bridge.Line{Stream: bridge.Stderr, Text: marker})
+			o.onLine(Line{Stream: Stderr, Text: marker})
 		}
 	}
 	return o.lines

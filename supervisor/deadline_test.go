@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-run-python/mcp-run-python/bridge"
 	pt "github.com/mcp-run-python/mcp-run-python/supervisor/packages/packagestest"
 )
 
@@ -21,12 +20,12 @@ func TestOneTimeLimitForTheWholeCall(t *testing.T) {
 	tests := []struct {
 		name    string
 		delay   time.Duration // of the wheel's download
-		status  bridge.Status
+		status  Status
 		message string
 	}{
-		{"the download takes it all", 6 * time.Second, bridge.StatusInstallError,
+		{"the download takes it all", 6 * time.Second, StatusInstallError,
 			"TimeoutError: the call did not finish within 4s: its time ran out while resolving and downloading packages"},
-		{"the download takes part and the code the rest", 2500 * time.Millisecond, bridge.StatusRunError,
+		{"the download takes part and the code the rest", 2500 * time.Millisecond, StatusRunError,
 			"TimeoutError: the code did not finish within 4s and was interrupted"},
 	}
 	for _, tt := range tests {

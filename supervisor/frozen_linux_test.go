@@ -5,8 +5,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/mcp-run-python/mcp-run-python/bridge"
 )
 
 // A warm worker that was stopped (SIGSTOP, a debugger, a frozen cgroup)
@@ -35,7 +33,7 @@ func TestAFrozenWarmWorkerIsReplaced(t *testing.T) {
 	for _, code := range []string{"'first'", "'second'"} {
 		start := time.Now()
 		res, _ := run(t, s, code)
-		if res.Status != bridge.StatusSuccess {
+		if res.Status != StatusSuccess {
 			t.Errorf("%s: %+v", code, res)
 		}
 		d := time.Since(start)

@@ -14,7 +14,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/proc"
 )
 
@@ -97,7 +96,7 @@ func serveUntilKilled() {
 	state := "idle"
 	if os.Getenv("HELPER_CALL") == "busy" {
 		started := make(chan struct{})
-		go s.Run(ctx, "print('started')\nwhile True: pass", func(bridge.Line) { close(started) })
+		go s.Run(ctx, "print('started')\nwhile True: pass", func(Line) { close(started) })
 		<-started
 		state = "busy"
 	}

@@ -89,8 +89,8 @@ func newInstaller(cfg Config, pyodideDir string, log *zap.Logger) (*installer, e
 // files resolves reqs (after --deps) and returns the files to install, read
 // from the cache, skipping those already installed. A failure is a
 // *packages.Error naming the requirement. Progress goes to the server's log
-// and, as bridge.Progress lines, to out if it is not nil.
-func (in *installer) files(ctx context.Context, reqs []string, installed map[string]bool, out func(bridge.Line)) ([]bridge.Wheel, error) {
+// and, as Progress lines, to out if it is not nil.
+func (in *installer) files(ctx context.Context, reqs []string, installed map[string]bool, out func(Line)) ([]bridge.Wheel, error) {
 	all := append(slices.Clone(in.deps), reqs...)
 	if len(all) == 0 {
 		return nil, nil
@@ -98,7 +98,7 @@ func (in *installer) files(ctx context.Context, reqs []string, installed map[str
 	progress := func(msg string) {
 		in.log.Debug(msg)
 		if out != nil {
-			out(bridge.Line{Stream: bridge.Progress, Text: msg})
+			out(Line{Stream: Progress, Text: msg})
 		}
 	}
 	plan, err := in.plan(ctx, all, progress)
@@ -159,13 +159,13 @@ func (in *installer) inferred(ctx context.Context, w *worker, code string) ([]st
 }
 
 // installError is the result of a call whose packages could not be installed.
-func installError(reqs []string, err error, out func(bridge.Line)) bridge.Result {
+func installError(reqs []string, err error, out func(Line)) Result {
 	msg := err.Error()
 	if errors.Is(err, context.DeadlineExceeded) {
 		msg = "installing packages did not finish within the time limit"
 	}
 	if out != nil {
-		out(bridge.Line{Stream: bridge.Failure, Text: msg})
+		out(Line{Stream: Failure, Text: msg})
 	}
-	return bridge.Result{Status: bridge.StatusInstallError, Dependencies: reqs, Error: msg}
+	return Result{Status: StatusInstallError, Dependencies: reqs, Error: msg}
 }

@@ -68,7 +68,7 @@ func TestWorkerImportsAndInstalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := s.call(ctx, w, "import tinypkg\ntinypkg.VALUE", &deadline{}, nil)
-	if err != nil || res.Status != bridge.StatusSuccess || string(res.ReturnValue) != `"from a wheel"` {
+	if err != nil || res.Status != StatusSuccess || string(res.ReturnValue) != `"from a wheel"` {
 		t.Errorf("after the install: %+v, %v", res, err)
 	}
 }
@@ -84,7 +84,7 @@ func TestImportsOfCodeThatCannotBeParsed(t *testing.T) {
 			t.Errorf("Imports(%.20q...) = %q, %v; want none", code, missing, err)
 		}
 	}
-	if res, err := s.call(ctx, w, "1", &deadline{}, nil); err != nil || res.Status != bridge.StatusSuccess {
+	if res, err := s.call(ctx, w, "1", &deadline{}, nil); err != nil || res.Status != StatusSuccess {
 		t.Errorf("run afterwards: %+v, %v", res, err)
 	}
 }
@@ -97,7 +97,7 @@ func TestInstallOfABrokenWheelFails(t *testing.T) {
 		t.Fatal("a broken wheel installed")
 	}
 	// The worker still runs code after a failed install.
-	if res, err := s.call(ctx, w, "1", &deadline{}, nil); err != nil || res.Status != bridge.StatusSuccess {
+	if res, err := s.call(ctx, w, "1", &deadline{}, nil); err != nil || res.Status != StatusSuccess {
 		t.Errorf("run after a failed install: %+v, %v", res, err)
 	}
 }
@@ -113,7 +113,7 @@ func TestWaitingForAWorkerDoesNotCountAgainstTheInstall(t *testing.T) {
 	}()
 	time.Sleep(200 * time.Millisecond) // let the loop take the worker first
 	res, err := s.Run(ctx, "import json\njson.dumps(1)", nil)
-	if err != nil || res.Status != bridge.StatusSuccess {
+	if err != nil || res.Status != StatusSuccess {
 		t.Errorf("a call that waited longer than its time limit for a worker: %+v, %v", res, err)
 	}
 	<-busy

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"go.uber.org/zap/zaptest"
-
-	"github.com/mcp-run-python/mcp-run-python/bridge"
 )
 
 // hangingLauncher launches workers that never connect while hang is set:
@@ -82,10 +80,10 @@ func TestQueue(t *testing.T) {
 	s := start(t, Config{Workers: 1, Queue: 1, Timeout: 3 * time.Second})
 	started := make(chan struct{})
 	var wg sync.WaitGroup
-	var first, second bridge.Result
+	var first, second Result
 	wg.Go(func() {
 		var once sync.Once
-		first, _ = s.Run(context.Background(), "print('busy')\nwhile True: pass", func(bridge.Line) { once.Do(func() { close(started) }) })
+		first, _ = s.Run(context.Background(), "print('busy')\nwhile True: pass", func(Line) { once.Do(func() { close(started) }) })
 	})
 	<-started
 	wg.Go(func() {
@@ -163,12 +161,12 @@ func TestCancelInterruptsTheCode(t *testing.T) {
 	s := start(t, Config{Workers: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan struct{})
-	var res bridge.Result
+	var res Result
 	var err error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		res, err = s.Run(ctx, "print('x')\nwhile True: pass", func(bridge.Line) { close(started) })
+		res, err = s.Run(ctx, "print('x')\nwhile True: pass", func(Line) { close(started) })
 	}()
 	<-started
 	cancel()
@@ -211,7 +209,7 @@ func TestIdleWorkersKilledFromOutsideAreReplaced(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // bounded polling for the reaping and the restarts
 	}
 	waitWarm(2)
-	if res, _ := run(t, s, "'fine'"); res.Status != bridge.StatusSuccess {
+	if res, _ := run(t, s, "'fine'"); res.Status != StatusSuccess {
 		t.Errorf("a call after the kills: %+v", res)
 	}
 }
@@ -227,7 +225,7 @@ func TestAnInterruptAheadOfTheRunStopsTheRun(t *testing.T) {
 	}
 	time.Sleep(time.Second) // the idle worker evaluates a few times meanwhile
 	done := make(chan struct{})
-	var res bridge.Result
+	var res Result
 	var err error
 	go func() {
 		defer close(done)
@@ -238,7 +236,7 @@ func TestAnInterruptAheadOfTheRunStopsTheRun(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the run ignored the interrupt sent ahead of it")
 	}
-	if err != nil || res.Status != bridge.StatusRunError || !strings.HasSuffix(res.Error, "KeyboardInterrupt\n") {
+	if err != nil || res.Status != StatusRunError || !strings.HasSuffix(res.Error, "KeyboardInterrupt\n") {
 		t.Errorf("run after an early interrupt: %+v, %v; want a KeyboardInterrupt", res, err)
 	}
 }

@@ -10,8 +10,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
-
-	"github.com/mcp-run-python/mcp-run-python/bridge"
 )
 
 // A cleaner of caches, or a user, may remove the cache directory under a
@@ -30,7 +28,7 @@ func TestARuntimeRemovedUnderTheServerIsRebuilt(t *testing.T) {
 		return nil
 	})
 	s := start(t, Config{Workers: 1, CacheDir: cache}, zaptest.WrapOptions(hook))
-	if res, _ := run(t, s, "'before'"); res.Status != bridge.StatusSuccess {
+	if res, _ := run(t, s, "'before'"); res.Status != StatusSuccess {
 		t.Fatalf("a call before the removal: %+v", res)
 	}
 	// Removed while the server does nothing with it: a worker starting at
@@ -49,7 +47,7 @@ func TestARuntimeRemovedUnderTheServerIsRebuilt(t *testing.T) {
 	// the one after it needs a worker started after it.
 	for _, code := range []string{"'after'", "'rebuilt'"} {
 		start := time.Now()
-		if res, _ := run(t, s, code); res.Status != bridge.StatusSuccess {
+		if res, _ := run(t, s, code); res.Status != StatusSuccess {
 			t.Fatalf("a call after the removal: %+v", res)
 		}
 		t.Logf("%s served in %v", code, time.Since(start).Round(time.Millisecond))

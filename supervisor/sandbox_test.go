@@ -58,7 +58,7 @@ func TestCallsLeaveDenoDirAlone(t *testing.T) {
 m = await js.eval("import('file://%s?call')")
 m.version`, module)
 	res, _ := run(t, s, code)
-	if res.Status != bridge.StatusSuccess {
+	if res.Status != StatusSuccess {
 		t.Fatalf("the call importing pyodide.mjs: %+v", res)
 	}
 	// The Cache API stores what it is given under DENO_DIR, whatever

@@ -10,8 +10,6 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
-
-	"github.com/mcp-run-python/mcp-run-python/bridge"
 )
 
 var soakCalls = flag.Int("soak.calls", 0, "calls of the soak test; `make soak` runs 2000 (0 skips it: it takes minutes)")
@@ -35,7 +33,7 @@ func TestSoak(t *testing.T) {
 			for i := range next {
 				code := fmt.Sprintf("print('call %d')\n%d * 2", i, i)
 				res, lines := run(t, s, code)
-				if res.Status != bridge.StatusSuccess || string(res.ReturnValue) != fmt.Sprint(2*i) || len(lines) != 1 {
+				if res.Status != StatusSuccess || string(res.ReturnValue) != fmt.Sprint(2*i) || len(lines) != 1 {
 					t.Errorf("call %d: %+v", i, res)
 				}
 			}

@@ -299,7 +299,7 @@ func (s *Supervisor) repair(ctx context.Context, broken *runtimeFiles, what stri
 // line the code prints, in order, before Run returns. Failures of the code
 // itself, its time limit and crashes of its worker are reported in the Result;
 // the error is for calls that could not be run at all.
-func (s *Supervisor) Run(ctx context.Context, code string, onLine func(bridge.Line)) (res bridge.Result, err error) {
+func (s *Supervisor) Run(ctx context.Context, code string, onLine func(Line)) (res Result, err error) {
 	start := time.Now()
 	defer func() {
 		status := string(res.Status)
@@ -310,14 +310,14 @@ func (s *Supervisor) Run(ctx context.Context, code string, onLine func(bridge.Li
 		s.metrics.duration.Observe(time.Since(start).Seconds())
 	}()
 	if s.cfg.CodeLimit > 0 && len(code) > s.cfg.CodeLimit {
-		return bridge.Result{}, fmt.Errorf("the code is %s, more than the %s limit", humanize.IBytes(uint64(len(code))), humanize.IBytes(uint64(s.cfg.CodeLimit)))
+		return Result{}, fmt.Errorf("the code is %s, more than the %s limit", humanize.IBytes(uint64(len(code))), humanize.IBytes(uint64(s.cfg.CodeLimit)))
 	}
 	script, fromScript, err := packages.FromCode(code)
 	if err != nil {
 		return installError(nil, err, onLine), nil
 	}
 	if _, err := s.ensure(ctx, func(step string) { s.log.Info(step) }); err != nil {
-		return bridge.Result{}, err
+		return Result{}, err
 	}
 	// One time limit for the whole call: fetching, installing and running
 	// together. Only the wait for a free worker does not count.
@@ -335,7 +335,7 @@ func (s *Supervisor) Run(ctx context.Context, code string, onLine func(bridge.Li
 	waited := time.Now()
 	w, err := s.takeWorker(ctx)
 	if err != nil {
-		return bridge.Result{}, err
+		return Result{}, err
 	}
 	defer s.pool.retire(w)
 	limit.extend(time.Since(waited))
@@ -354,7 +354,7 @@ func (s *Supervisor) Run(ctx context.Context, code string, onLine func(bridge.Li
 			if limit.passed() {
 				return s.installFailed(ctx, limit, phaseImports, nil, err, onLine)
 			}
-			return bridge.Result{}, err
+			return Result{}, err
 		}
 		if len(reqs) > 0 {
 			if wheels, err = s.pkgs.files(installCtx, reqs, installed, onLine); err != nil {
@@ -375,9 +375,9 @@ func (s *Supervisor) Run(ctx context.Context, code string, onLine func(bridge.Li
 // installFailed turns an install failure into the call's result, unless the
 // call itself was cancelled. A failure because the call's time ran out in
 // phase says so.
-func (s *Supervisor) installFailed(ctx context.Context, limit *deadline, phase string, reqs []string, err error, onLine func(bridge.Line)) (bridge.Result, error) {
+func (s *Supervisor) installFailed(ctx context.Context, limit *deadline, phase string, reqs []string, err error, onLine func(Line)) (Result, error) {
 	if ctx.Err() != nil {
-		return bridge.Result{}, fmt.Errorf("call cancelled: %w", context.Cause(ctx))
+		return Result{}, fmt.Errorf("call cancelled: %w", context.Cause(ctx))
 	}
 	if limit.passed() {
 		err = fmt.Errorf("TimeoutError: the call did not finish within %s: its time ran out while %s", s.cfg.Timeout, phase)

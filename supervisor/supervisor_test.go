@@ -17,7 +17,6 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/dustin/go-humanize"
-	"github.com/mcp-run-python/mcp-run-python/bridge"
 )
 
 // killPid kills a process from outside, as a user or the OOM killer would.
@@ -87,12 +86,12 @@ func start(t *testing.T, cfg Config, opts ...zaptest.LoggerOption) *Supervisor {
 	return s
 }
 
-func run(t *testing.T, s *Supervisor, code string) (bridge.Result, []bridge.Line) {
+func run(t *testing.T, s *Supervisor, code string) (Result, []Line) {
 	t.Helper()
-	var lines []bridge.Line
+	var lines []Line
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := s.Run(ctx, code, func(l bridge.Line) { lines = append(lines, l) })
+	res, err := s.Run(ctx, code, func(l Line) { lines = append(lines, l) })
 	if err != nil {
 		t.Fatalf("Run(%q): %v", code, err)
 	}
@@ -103,7 +102,7 @@ func TestRun(t *testing.T) {
 	s := start(t, Config{Workers: 2, OutputLimit: 1 << 20, MemoryLimit: 1 << 30})
 	tests := []struct {
 		name, code string
-		status     bridge.Status
+		status     Status
 		value      string // ReturnValue bytes
 		isString   bool
 		output     []string
@@ -182,7 +181,7 @@ func TestLimits(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res, _ := run(t, s, tt.code)
-			if res.Status != bridge.StatusRunError || res.Error != tt.error {
+			if res.Status != StatusRunError || res.Error != tt.error {
 				t.Fatalf("got %s %q, want run-error %q", res.Status, res.Error, tt.error)
 			}
 			if strings.Join(res.Output, "\n") != strings.Join(tt.output, "\n") {
@@ -192,7 +191,7 @@ func TestLimits(t *testing.T) {
 	}
 	t.Run("output", func(t *testing.T) {
 		res, lines := run(t, s, "for i in range(100): print('x' * 9)")
-		if res.Status != bridge.StatusSuccess || len(res.Output) != 11 {
+		if res.Status != StatusSuccess || len(res.Output) != 11 {
 			t.Fatalf("got %s with %d lines, want success with 10 lines and a marker", res.Status, len(res.Output))
 		}
 		if want := "[output truncated: 900 B more was printed than the 100 B limit]"; res.Output[10] != want {
@@ -211,12 +210,12 @@ func TestLimits(t *testing.T) {
 func TestKilledWorkerGivesRunError(t *testing.T) {
 	s := start(t, Config{Workers: 1})
 	started := make(chan struct{}, 1)
-	var res bridge.Result
+	var res Result
 	var err error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		res, err = s.Run(context.Background(), "print('looping')\nwhile True: pass", func(bridge.Line) { started <- struct{}{} })
+		res, err = s.Run(context.Background(), "print('looping')\nwhile True: pass", func(Line) { started <- struct{}{} })
 	}()
 	<-started
 	// With one slot, the busy worker is the only deno process we started:
@@ -231,10 +230,10 @@ func TestKilledWorkerGivesRunError(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the call did not end after its worker was killed")
 	}
-	if err != nil || res.Status != bridge.StatusRunError || !strings.Contains(res.Error, "killed") {
+	if err != nil || res.Status != StatusRunError || !strings.Contains(res.Error, "killed") {
 		t.Errorf("got %s %q (err %v), want run-error naming the kill", res.Status, res.Error, err)
 	}
-	if r, _ := run(t, s, "'next'"); r.Status != bridge.StatusSuccess {
+	if r, _ := run(t, s, "'next'"); r.Status != StatusSuccess {
 		t.Errorf("the next call: %+v", r)
 	}
 }
@@ -246,7 +245,7 @@ func TestParallelCallsAreIsolated(t *testing.T) {
 		wg.Go(func() {
 			code := "import builtins\nseen = getattr(builtins, 'marker', None)\nbuiltins.marker = 1\nseen"
 			res, _ := run(t, s, code)
-			if res.Status != bridge.StatusSuccess || res.ReturnValue != nil {
+			if res.Status != StatusSuccess || res.ReturnValue != nil {
 				t.Errorf("call %d saw state of another call: %+v", i, res)
 			}
 		})
@@ -274,7 +273,7 @@ func TestDamagedSnapshotFallsBackToAPlainLoad(t *testing.T) {
 
 	s := start(t, Config{Workers: 1, CacheDir: cache})
 	res, lines := run(t, s, "print('plain')\n6 * 7")
-	if res.Status != bridge.StatusSuccess || string(res.ReturnValue) != "42" || len(lines) != 1 {
+	if res.Status != StatusSuccess || string(res.ReturnValue) != "42" || len(lines) != 1 {
 		t.Fatalf("after a damaged snapshot: %+v", res)
 	}
 	// The supervisor remakes the snapshot, and workers restore from it again.
@@ -305,7 +304,7 @@ func TestOutputBombsAreCutAtTheSource(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res, lines := run(t, s, tt.code)
-			if res.Status != bridge.StatusSuccess || len(res.Output) != tt.kept+1 || len(lines) != tt.kept+1 {
+			if res.Status != StatusSuccess || len(res.Output) != tt.kept+1 || len(lines) != tt.kept+1 {
 				t.Fatalf("got %s with %d lines (%d streamed), want success with %d and a marker: %q", res.Status, len(res.Output), len(lines), tt.kept, res.Error)
 			}
 			if got := res.Output[tt.kept]; got != tt.marker {
@@ -344,7 +343,7 @@ func TestReturnValueCutAtTheSource(t *testing.T) {
 			runtime.ReadMemStats(&after)
 			runtime.GC()
 			runtime.ReadMemStats(&settled)
-			if res.Status != bridge.StatusSuccess || !res.ReturnString {
+			if res.Status != StatusSuccess || !res.ReturnString {
 				t.Fatalf("got %s (str %v) %q, want a successful str", res.Status, res.ReturnString, res.Error)
 			}
 			var got string
@@ -377,7 +376,7 @@ func TestReturnValueCutAtTheSource(t *testing.T) {
 	// the message of the exception.
 	res, _ := run(t, s, "raise ValueError('v' * 10_000_000)")
 	note := regexp.MustCompile(`\n\[error truncated: the value is 9\.5 MiB, more than the 64 KiB limit\]$`) // minErrorLimit
-	if res.Status != bridge.StatusRunError || !strings.HasPrefix(res.Error, "Traceback") || !note.MatchString(res.Error) || len(res.Error) > limit+100 {
+	if res.Status != StatusRunError || !strings.HasPrefix(res.Error, "Traceback") || !note.MatchString(res.Error) || len(res.Error) > limit+100 {
 		t.Errorf("a 10 MB error: %s, %d bytes ending %q; want it cut to the limit with a note", res.Status, len(res.Error), tail(res.Error))
 	}
 	// Values up to the limit come whole, as before.

@@ -14,9 +14,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcp-run-python/mcp-run-python/supervisor"
 	"go.uber.org/zap"
-
-	"github.com/mcp-run-python/mcp-run-python/bridge"
 )
 
 // testTimeout bounds every wait in these tests, so that a lost message fails
@@ -44,16 +43,16 @@ type fakeRunner struct {
 }
 
 // Run implements runner.
-func (f *fakeRunner) Run(ctx context.Context, code string, onLine func(bridge.Line)) (bridge.Result, error) {
+func (f *fakeRunner) Run(ctx context.Context, code string, onLine func(supervisor.Line)) (supervisor.Result, error) {
 	if f.block != nil {
 		if err := f.block(ctx, code); err != nil {
-			return bridge.Result{}, err
+			return supervisor.Result{}, err
 		}
 	}
 	if f.runErr != nil {
-		return bridge.Result{}, f.runErr
+		return supervisor.Result{}, f.runErr
 	}
-	res := bridge.Result{Status: bridge.StatusSuccess, ReturnValue: str(code), ReturnString: true}
+	res := supervisor.Result{Status: supervisor.StatusSuccess, ReturnValue: str(code), ReturnString: true}
 	for i := range f.lines {
 		line := fakeLine(code, i)
 		if onLine != nil {
@@ -74,12 +73,12 @@ func (f *fakeRunner) PythonVersion() string {
 }
 
 // fakeLine is line i printed by a call of code.
-func fakeLine(code string, i int) bridge.Line {
-	stream := bridge.Stdout
+func fakeLine(code string, i int) supervisor.Line {
+	stream := supervisor.Stdout
 	if i%3 == 2 {
-		stream = bridge.Stderr
+		stream = supervisor.Stderr
 	}
-	return bridge.Line{Stream: stream, Text: fmt.Sprintf("%s line %d", code, i)}
+	return supervisor.Line{Stream: stream, Text: fmt.Sprintf("%s line %d", code, i)}
 }
 
 // expectedLog returns the notifications a call of code with n lines must

@@ -41,8 +41,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-
-	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor"
 )
 
 // levelStore keeps the level each session chose with logging/setLevel.
@@ -126,13 +125,13 @@ func (s *levelStore) callLevel(ctx context.Context) (mcp.LoggingLevel, bool) {
 // lineLevel is the level a call's line is logged at: stdout as info, stderr
 // as warning, package install progress as debug and install failures as
 // error.
-func lineLevel(line bridge.Line) mcp.LoggingLevel {
+func lineLevel(line supervisor.Line) mcp.LoggingLevel {
 	switch line.Stream {
-	case bridge.Stderr:
+	case supervisor.Stderr:
 		return mcp.LoggingLevelWarning
-	case bridge.Progress:
+	case supervisor.Progress:
 		return mcp.LoggingLevelDebug
-	case bridge.Failure:
+	case supervisor.Failure:
 		return mcp.LoggingLevelError
 	}
 	return mcp.LoggingLevelInfo

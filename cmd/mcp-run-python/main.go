@@ -24,7 +24,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/supervisor"
 )
 
@@ -236,7 +235,7 @@ func warmup(ctx context.Context, eng engine, stderr io.Writer, version string) i
 		return exitFailure
 	}
 	fmt.Fprintf(stderr, "Check result:\n%s\n", renderXML(res))
-	if res.Status != bridge.StatusSuccess {
+	if res.Status != supervisor.StatusSuccess {
 		fmt.Fprintln(stderr, "warmup check failed")
 		return exitFailure
 	}
@@ -252,7 +251,7 @@ func example(ctx context.Context, eng engine, std streams, version string) int {
 		fmt.Fprintf(std.err, "warmup failed: %v\n", err)
 		return exitFailure
 	}
-	res, err := eng.Run(ctx, exampleCode, func(line bridge.Line) {
+	res, err := eng.Run(ctx, exampleCode, func(line supervisor.Line) {
 		fmt.Fprintf(std.err, "%s: %s\n", lineLevel(line), line.Text)
 	})
 	if err != nil {
@@ -260,7 +259,7 @@ func example(ctx context.Context, eng engine, std streams, version string) int {
 		return exitFailure
 	}
 	fmt.Fprintf(std.out, "Tool return value:\n%s\n", renderXML(res))
-	if res.Status != bridge.StatusSuccess {
+	if res.Status != supervisor.StatusSuccess {
 		return exitFailure
 	}
 	return exitOK

@@ -16,7 +16,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
-	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/supervisor"
 )
 
@@ -24,7 +23,7 @@ import (
 type fakeEngine struct {
 	fakeRunner
 	warmupErr error
-	result    *bridge.Result // when set, what Run returns
+	result    *supervisor.Result // when set, what Run returns
 	// startGate, when not nil, makes Start wait until it is closed.
 	startGate chan struct{}
 
@@ -63,14 +62,14 @@ func (e *fakeEngine) Warmup(_ context.Context, progress func(string)) error {
 	return e.warmupErr
 }
 
-func (e *fakeEngine) Run(ctx context.Context, code string, onLine func(bridge.Line)) (bridge.Result, error) {
+func (e *fakeEngine) Run(ctx context.Context, code string, onLine func(supervisor.Line)) (supervisor.Result, error) {
 	e.mu.Lock()
 	e.codes = append(e.codes, code)
 	e.mu.Unlock()
 	if e.result != nil {
 		for _, line := range e.result.Output {
 			if onLine != nil {
-				onLine(bridge.Line{Stream: bridge.Stdout, Text: line})
+				onLine(supervisor.Line{Stream: supervisor.Stdout, Text: line})
 			}
 		}
 		return *e.result, nil
@@ -158,7 +157,7 @@ func TestRunArguments(t *testing.T) {
 }
 
 func TestRunWarmup(t *testing.T) {
-	failed := bridge.Result{Status: bridge.StatusRunError, Error: "Traceback..."}
+	failed := supervisor.Result{Status: supervisor.StatusRunError, Error: "Traceback..."}
 	tests := []struct {
 		name      string
 		engine    *fakeEngine
@@ -196,12 +195,12 @@ func TestRunWarmup(t *testing.T) {
 }
 
 func TestRunExample(t *testing.T) {
-	ok := bridge.Result{Status: bridge.StatusSuccess, Output: []string{"mean temperature: 22.36"},
+	ok := supervisor.Result{Status: supervisor.StatusSuccess, Output: []string{"mean temperature: 22.36"},
 		ReturnValue: raw("{\n  \"median\": 22.4\n}")}
-	bad := bridge.Result{Status: bridge.StatusRunError, Output: []string{"partial"}, Error: "ImportError"}
+	bad := supervisor.Result{Status: supervisor.StatusRunError, Output: []string{"partial"}, Error: "ImportError"}
 	for _, tt := range []struct {
 		name string
-		res  bridge.Result
+		res  supervisor.Result
 		code int
 	}{
 		{"success", ok, exitOK},

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor"
 )
 
 // ReturnMode selects how a run's result is rendered into the tool's text
@@ -21,7 +21,7 @@ const (
 
 // render renders res in the given mode. Only JSON mode can fail, when the
 // return value is not valid JSON.
-func render(mode ReturnMode, res bridge.Result) (string, error) {
+func render(mode ReturnMode, res supervisor.Result) (string, error) {
 	if mode == ReturnJSON {
 		return renderJSON(res)
 	}
@@ -31,7 +31,7 @@ func render(mode ReturnMode, res bridge.Result) (string, error) {
 // renderXML renders res the way upstream's asXml did: lines joined with "\n",
 // blocks only when they have content, and inside the output, return_value and
 // error blocks that block's own tag neutralised (see escapeTag).
-func renderXML(res bridge.Result) string {
+func renderXML(res supervisor.Result) string {
 	lines := make([]string, 0, len(res.Output)+8)
 	lines = append(lines, "<status>"+string(res.Status)+"</status>")
 	if len(res.Dependencies) > 0 {
@@ -44,7 +44,7 @@ func renderXML(res bridge.Result) string {
 		}
 		lines = append(lines, "</output>")
 	}
-	if res.Status == bridge.StatusSuccess {
+	if res.Status == supervisor.StatusSuccess {
 		// Upstream tested the value for JavaScript truthiness: None gave no
 		// block, and so did an empty str.
 		if value := xmlReturnValue(res); value != "" {
@@ -58,7 +58,7 @@ func renderXML(res bridge.Result) string {
 
 // xmlReturnValue is the text of the return_value block: a Python str stands
 // as itself, anything else as the indented JSON the worker produced.
-func xmlReturnValue(res bridge.Result) string {
+func xmlReturnValue(res supervisor.Result) string {
 	if len(res.ReturnValue) == 0 {
 		return ""
 	}
@@ -74,7 +74,7 @@ func xmlReturnValue(res bridge.Result) string {
 // renderJSON renders res as upstream's asJson did with JSON.stringify: a
 // compact object with the keys status, dependencies (when requested), output,
 // then return_value on success or error otherwise.
-func renderJSON(res bridge.Result) (string, error) {
+func renderJSON(res supervisor.Result) (string, error) {
 	var b strings.Builder
 	b.WriteString(`{"status":`)
 	writeJSString(&b, string(res.Status))
@@ -84,7 +84,7 @@ func renderJSON(res bridge.Result) (string, error) {
 	}
 	b.WriteString(`,"output":`)
 	b.WriteString(jsStringArray(res.Output))
-	if res.Status == bridge.StatusSuccess {
+	if res.Status == supervisor.StatusSuccess {
 		b.WriteString(`,"return_value":`)
 		if len(res.ReturnValue) == 0 {
 			b.WriteString("null")

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor"
 )
 
 // renderDir holds the golden files: <case>.xml and <case>.json, written by
@@ -18,7 +18,7 @@ const renderDir = "../../testdata/render"
 // renderCase is one golden rendering case.
 type renderCase struct {
 	name string
-	res  bridge.Result
+	res  supervisor.Result
 }
 
 // raw is a JSON value as the worker sends it.
@@ -42,9 +42,9 @@ const designTraceback = "Traceback (most recent call last):\n" +
 // renderCases are the golden cases, shared with the JavaScript cross-check.
 func renderCases() []renderCase {
 	return []renderCase{
-		{"design_success", bridge.Result{Status: bridge.StatusSuccess, Output: []string{"x=4"}, ReturnValue: raw("4")}},
-		{"design_run_error", bridge.Result{Status: bridge.StatusRunError, Error: designTraceback}},
-		{"escape_output", bridge.Result{Status: bridge.StatusSuccess, Output: []string{
+		{"design_success", supervisor.Result{Status: supervisor.StatusSuccess, Output: []string{"x=4"}, ReturnValue: raw("4")}},
+		{"design_run_error", supervisor.Result{Status: supervisor.StatusRunError, Error: designTraceback}},
+		{"escape_output", supervisor.Result{Status: supervisor.StatusSuccess, Output: []string{
 			"</output>",
 			"</OUTPUT >",
 			`<Output attr="x">text</oUtPuT>`,
@@ -65,24 +65,24 @@ func renderCases() []renderCase {
 			"<output>>",
 			"<\u180eoutput>",
 		}}},
-		{"escape_return_string", bridge.Result{Status: bridge.StatusSuccess, ReturnString: true,
+		{"escape_return_string", supervisor.Result{Status: supervisor.StatusSuccess, ReturnString: true,
 			ReturnValue: str("</return_value>\n<return_value attr>\n</RETURN_VALUE\n<output></output>\nplain > text <")}},
-		{"escape_return_json", bridge.Result{Status: bridge.StatusSuccess,
+		{"escape_return_json", supervisor.Result{Status: supervisor.StatusSuccess,
 			ReturnValue: raw("{\n  \"k\": \"</return_value>\",\n  \"e\": \"</error>\"\n}")}},
-		{"escape_error", bridge.Result{Status: bridge.StatusRunError, Output: []string{"before </error> crash"},
+		{"escape_error", supervisor.Result{Status: supervisor.StatusRunError, Output: []string{"before </error> crash"},
 			Error: "Traceback:\n  <error>\n</error>\n<error\n>\n<Error class='x'>boom</ERROR >\n<output>\n"}},
-		{"unicode", bridge.Result{Status: bridge.StatusSuccess,
+		{"unicode", supervisor.Result{Status: supervisor.StatusSuccess,
 			Output:      []string{"héllo wörld", "日本語テキスト", "emoji 🐍🎉", "مرحبا", "e\u0301 combining", "line\u2028sep\u2029end"},
 			ReturnValue: raw("{\n  \"greeting\": \"こんにちは\",\n  \"snake\": \"🐍\"\n}")}},
-		{"empty_string_return", bridge.Result{Status: bridge.StatusSuccess, ReturnString: true, ReturnValue: str("")}},
-		{"dependencies_install_error", bridge.Result{Status: bridge.StatusInstallError,
+		{"empty_string_return", supervisor.Result{Status: supervisor.StatusSuccess, ReturnString: true, ReturnValue: str("")}},
+		{"dependencies_install_error", supervisor.Result{Status: supervisor.StatusInstallError,
 			Dependencies: []string{"numpy", "pydantic>=2", `a"b`},
 			Output:       []string{"install error: boom"},
 			Error:        "failed to install numpy: not found"}},
-		{"dependencies_success", bridge.Result{Status: bridge.StatusSuccess, Dependencies: []string{"numpy"},
+		{"dependencies_success", supervisor.Result{Status: supervisor.StatusSuccess, Dependencies: []string{"numpy"},
 			Output: []string{"[1 2 3]"}, ReturnValue: raw("[\n  1,\n  2,\n  3\n]")}},
-		{"none_return", bridge.Result{Status: bridge.StatusSuccess, Output: []string{"only output"}}},
-		{"json_numbers_and_keys", bridge.Result{Status: bridge.StatusSuccess, ReturnValue: raw(`{
+		{"none_return", supervisor.Result{Status: supervisor.StatusSuccess, Output: []string{"only output"}}},
+		{"json_numbers_and_keys", supervisor.Result{Status: supervisor.StatusSuccess, ReturnValue: raw(`{
   "a": 1.0,
   "b": 1e21,
   "c": 12345678901234567890,
@@ -97,15 +97,15 @@ func renderCases() []renderCase {
   ],
   "a": "dup"
 }`)}},
-		{"control_chars", bridge.Result{Status: bridge.StatusSuccess, ReturnString: true, ReturnValue: str("hi"),
+		{"control_chars", supervisor.Result{Status: supervisor.StatusSuccess, ReturnString: true, ReturnValue: str("hi"),
 			Output: []string{"\x1b[31mred\x1b[0m", "tab\there", `quote " backslash \`, "del\x7f", "nul\x00 bell\x07 ff\x0c"}}},
 		// Return values past the output limit, as the worker cuts them
 		// (js/runner.py, cut_return_value; here with a 32 and a 48 byte
 		// limit): always a str, so JSON mode's return_value stays valid JSON
 		// and XML mode shows the text cut, then the note on its own line.
-		{"return_truncated_str", bridge.Result{Status: bridge.StatusSuccess, ReturnString: true,
+		{"return_truncated_str", supervisor.Result{Status: supervisor.StatusSuccess, ReturnString: true,
 			ReturnValue: str("日本語テキスト日本語\n[return value truncated: the value is 4.1 KiB, more than the 32 B limit]")}},
-		{"return_truncated_json", bridge.Result{Status: bridge.StatusSuccess, Output: []string{"big"}, ReturnString: true,
+		{"return_truncated_json", supervisor.Result{Status: supervisor.StatusSuccess, Output: []string{"big"}, ReturnString: true,
 			ReturnValue: str("[\n  {\n    \"tag\": \"</return_value>\",\n    \"n\": 1\n \n[return value truncated: the value is 102 B, more than the 48 B limit]")}},
 	}
 }
@@ -233,7 +233,7 @@ func TestJSNumber(t *testing.T) {
 
 func TestRenderJSONRejectsInvalidReturnValue(t *testing.T) {
 	for _, value := range []string{"{", "[1,]", "1 2", "nul", `{"a" 1}`} {
-		res := bridge.Result{Status: bridge.StatusSuccess, ReturnValue: raw(value)}
+		res := supervisor.Result{Status: supervisor.StatusSuccess, ReturnValue: raw(value)}
 		if _, err := render(ReturnJSON, res); err == nil {
 			t.Errorf("render(json) of return value %q: want an error", value)
 		}
@@ -242,19 +242,19 @@ func TestRenderJSONRejectsInvalidReturnValue(t *testing.T) {
 
 func TestRenderXMLStringReturnIsNotJSON(t *testing.T) {
 	// A str shows as itself, with no quotes or JSON escapes.
-	res := bridge.Result{Status: bridge.StatusSuccess, ReturnString: true, ReturnValue: str("a \"b\"\nc")}
+	res := supervisor.Result{Status: supervisor.StatusSuccess, ReturnString: true, ReturnValue: str("a \"b\"\nc")}
 	got := renderXML(res)
 	want := "<status>success</status>\n<return_value>\na \"b\"\nc\n</return_value>"
 	if got != want {
 		t.Errorf("renderXML = %q, want %q", got, want)
 	}
-	if !strings.Contains(renderXMLMust(t, bridge.Result{Status: bridge.StatusSuccess, ReturnValue: raw(`"json str"`)}), `"json str"`) {
+	if !strings.Contains(renderXMLMust(t, supervisor.Result{Status: supervisor.StatusSuccess, ReturnValue: raw(`"json str"`)}), `"json str"`) {
 		t.Errorf("a non-str value must stand as its JSON text")
 	}
 }
 
 // renderXMLMust renders res in XML mode.
-func renderXMLMust(t *testing.T, res bridge.Result) string {
+func renderXMLMust(t *testing.T, res supervisor.Result) string {
 	t.Helper()
 	got, err := render(ReturnXML, res)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor"
 )
 
 // upstreamJS is upstream's rendering code (runCode.ts: asXml, escapeClosing,
@@ -70,7 +70,7 @@ process.stdout.write(JSON.stringify({
 }))
 `
 
-// jsCase is a bridge.Result in the shape upstream's functions take.
+// jsCase is a supervisor.Result in the shape upstream's functions take.
 type jsCase struct {
 	Status       string   `json:"status"`
 	Dependencies []string `json:"dependencies"`
@@ -82,7 +82,7 @@ type jsCase struct {
 
 // toJSCase converts res: upstream's dump_json gave the str itself in XML
 // mode and JSON text in JSON mode.
-func toJSCase(t *testing.T, res bridge.Result) jsCase {
+func toJSCase(t *testing.T, res supervisor.Result) jsCase {
 	t.Helper()
 	c := jsCase{Status: string(res.Status), Dependencies: res.Dependencies, Output: res.Output, Error: res.Error}
 	if c.Output == nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
 
-	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/supervisor"
 )
 
@@ -49,7 +48,7 @@ print('python code here')
 type runner interface {
 	// Run runs code in a fresh interpreter, calling onLine (when not nil)
 	// for each printed line, in order, before it returns.
-	Run(ctx context.Context, code string, onLine func(bridge.Line)) (bridge.Result, error)
+	Run(ctx context.Context, code string, onLine func(supervisor.Line)) (supervisor.Result, error)
 	// PythonVersion returns the major.minor version of the Python that runs calls.
 	PythonVersion() string
 }
@@ -167,7 +166,7 @@ func (h *toolHandler) handle(ctx context.Context, req mcp.CallToolRequest) (*mcp
 // lineSink returns the onLine callback of a call: each line at or above the
 // request's level goes out as a notification before Run returns. It returns
 // nil when the request wants no notifications.
-func (h *toolHandler) lineSink(ctx context.Context) func(bridge.Line) {
+func (h *toolHandler) lineSink(ctx context.Context) func(supervisor.Line) {
 	minLevel, ok := h.levels.callLevel(ctx)
 	if !ok {
 		return nil
@@ -177,7 +176,7 @@ func (h *toolHandler) lineSink(ctx context.Context) func(bridge.Line) {
 		n = fallbackNotifier{}
 	}
 	var failed atomic.Bool
-	return func(line bridge.Line) {
+	return func(line supervisor.Line) {
 		level := lineLevel(line)
 		if failed.Load() || !level.ShouldSendTo(minLevel) {
 			return

@@ -19,7 +19,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/supervisor"
 )
 
@@ -215,12 +214,12 @@ type errorRunner struct {
 	codes []string
 }
 
-func (r *errorRunner) Run(ctx context.Context, code string, onLine func(bridge.Line)) (bridge.Result, error) {
+func (r *errorRunner) Run(ctx context.Context, code string, onLine func(supervisor.Line)) (supervisor.Result, error) {
 	r.mu.Lock()
 	r.codes = append(r.codes, code)
 	r.mu.Unlock()
 	if err := r.errs[code]; err != nil {
-		return bridge.Result{}, err
+		return supervisor.Result{}, err
 	}
 	return r.fakeRunner.Run(ctx, code, onLine)
 }
@@ -309,10 +308,10 @@ func TestCodeLimit(t *testing.T) {
 // jsonModeRunner returns a fixed result.
 type jsonModeRunner struct {
 	fakeRunner
-	res bridge.Result
+	res supervisor.Result
 }
 
-func (r *jsonModeRunner) Run(context.Context, string, func(bridge.Line)) (bridge.Result, error) {
+func (r *jsonModeRunner) Run(context.Context, string, func(supervisor.Line)) (supervisor.Result, error) {
 	return r.res, nil
 }
 
@@ -320,13 +319,13 @@ func (r *jsonModeRunner) Run(context.Context, string, func(bridge.Line)) (bridge
 func TestReturnModeJSON(t *testing.T) {
 	tests := []struct {
 		name    string
-		res     bridge.Result
+		res     supervisor.Result
 		want    string
 		isError bool
 	}{
-		{"success", bridge.Result{Status: bridge.StatusSuccess, Output: []string{"<b>"}, ReturnValue: raw("{\n  \"x\": 1.0\n}")},
+		{"success", supervisor.Result{Status: supervisor.StatusSuccess, Output: []string{"<b>"}, ReturnValue: raw("{\n  \"x\": 1.0\n}")},
 			`{"status":"success","output":["<b>"],"return_value":{"x":1}}`, false},
-		{"invalid return value", bridge.Result{Status: bridge.StatusSuccess, ReturnValue: raw("{")},
+		{"invalid return value", supervisor.Result{Status: supervisor.StatusSuccess, ReturnValue: raw("{")},
 			"render return value: invalid JSON", true},
 	}
 	for _, tt := range tests {
@@ -387,13 +386,13 @@ func TestLogNotificationBytes(t *testing.T) {
 }
 
 func TestLineLevel(t *testing.T) {
-	for stream, want := range map[bridge.Stream]mcp.LoggingLevel{
-		bridge.Stdout:   mcp.LoggingLevelInfo,
-		bridge.Stderr:   mcp.LoggingLevelWarning,
-		bridge.Progress: mcp.LoggingLevelDebug,
-		bridge.Failure:  mcp.LoggingLevelError,
+	for stream, want := range map[supervisor.Stream]mcp.LoggingLevel{
+		supervisor.Stdout:   mcp.LoggingLevelInfo,
+		supervisor.Stderr:   mcp.LoggingLevelWarning,
+		supervisor.Progress: mcp.LoggingLevelDebug,
+		supervisor.Failure:  mcp.LoggingLevelError,
 	} {
-		if got := lineLevel(bridge.Line{Stream: stream, Text: "x"}); got != want {
+		if got := lineLevel(supervisor.Line{Stream: stream, Text: "x"}); got != want {
 			t.Errorf("lineLevel(%s) = %s, want %s", stream, got, want)
 		}
 	}
