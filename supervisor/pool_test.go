@@ -149,11 +149,38 @@ func TestWarmAndLiveLimits(t *testing.T) {
 	}
 }
 
+// Code over CodeLimit bytes is refused before it reaches a worker, with a
+// message the model can act on.
 func TestCodeLimit(t *testing.T) {
-	s := New(Config{CodeLimit: 10}, zaptest.NewLogger(t))
-	defer s.Close(context.Background())
-	if _, err := s.Run(context.Background(), strings.Repeat("1", 11), nil); err == nil || !strings.Contains(err.Error(), "more than the 10 B limit") {
-		t.Errorf("oversize code: %v", err)
+	tests := []struct {
+		name  string
+		limit int
+		code  string
+		want  string // the error; "" when the code is not refused
+	}{
+		{"at the limit", 10, "0123456789", ""},
+		{"one byte over", 10, "0123456789x", "the code is too large: 11 bytes, over the limit of 10 bytes (10 B); send shorter code"},
+		{"bytes, not characters", 10, "éééééé", "the code is too large: 12 bytes, over the limit of 10 bytes (10 B); send shorter code"},
+		{"multi-byte at the limit", 10, "ééééé", ""},
+		{"no limit", 0, strings.Repeat("#", 1<<20+1), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// No cache directory: code that passes the check fails to get
+			// a runtime, which tells it apart from a refusal.
+			s := New(Config{CodeLimit: tt.limit, Deno: "/nonexistent/deno", CacheDir: t.TempDir()}, zaptest.NewLogger(t))
+			defer s.Close(context.Background())
+			_, err := s.Run(context.Background(), tt.code, nil)
+			if tt.want == "" {
+				if errors.Is(err, ErrCodeTooLarge) {
+					t.Errorf("refused code within the limit: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrCodeTooLarge) || err.Error() != tt.want {
+				t.Errorf("got %v, want %q", err, tt.want)
+			}
+		})
 	}
 }
 

@@ -44,7 +44,8 @@ type Config struct {
 	// Warm is how many idle workers are kept ready; 0 means Workers.
 	Warm int
 	// Queue is how many calls may wait for a worker when all are busy; a
-	// call beyond it fails at once with ErrQueueFull. 0 means 4 × Workers.
+	// call beyond it fails at once with ErrQueueFull. 0 means
+	// DefaultQueuePerWorker × Workers.
 	Queue int
 	// QueueTimeout is how long a call may wait for a worker before it fails
 	// with ErrQueueTimeout; 0 means no limit.
@@ -52,14 +53,46 @@ type Config struct {
 	// CodeLimit is the largest code accepted, in bytes; 0 means no limit.
 	CodeLimit int
 	// Grace is how long code may take to stop after it is interrupted (time
-	// limit, cancellation) before its worker is killed; 0 means 2 s.
+	// limit, cancellation) before its worker is killed; 0 means DefaultGrace.
 	Grace time.Duration
 	// StartTimeout bounds a worker's start: process, bridge connection and
-	// Pyodide load; 0 means 60 s. A plain load takes about 3 s on two cores.
+	// Pyodide load; 0 means DefaultStartTimeout. A plain load takes about
+	// 3 s on two cores.
 	StartTimeout time.Duration
 	// Metrics, if not nil, receives the supervisor's Prometheus metrics.
 	Metrics prometheus.Registerer
 }
+
+// Defaults of the fields of Config that are left zero.
+const (
+	DefaultQueuePerWorker = 4 // Queue is this many times Workers
+	DefaultGrace          = 2 * time.Second
+	DefaultStartTimeout   = 60 * time.Second
+)
+
+// WithDefaults returns c with the defaults of the fields left zero filled
+// in: what New runs with. Front ends show it; New is its one user that
+// matters.
+func (c Config) WithDefaults() Config {
+	c.Workers = max(c.Workers, 1)
+	if c.Warm <= 0 || c.Warm > c.Workers {
+		c.Warm = c.Workers
+	}
+	if c.Queue <= 0 {
+		c.Queue = DefaultQueuePerWorker * c.Workers
+	}
+	if c.Grace <= 0 {
+		c.Grace = DefaultGrace
+	}
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = DefaultStartTimeout
+	}
+	return c
+}
+
+// CancelWait is how long a cancelled call may take to end: the grace its
+// code gets to stop, and a moment to report.
+func (c Config) CancelWait() time.Duration { return c.WithDefaults().Grace + time.Second }
 
 // Errors of calls that could not get a worker. Only the first two mean
 // that the server is busy.
@@ -70,6 +103,8 @@ var (
 	// (deno is gone, the runtime cannot be rebuilt): no worker is warm or
 	// starting and the last start failed. It wraps why.
 	ErrUnavailable = errors.New("no Python worker can start")
+	// ErrCodeTooLarge is what code longer than Config.CodeLimit gets.
+	ErrCodeTooLarge = errors.New("the code is too large")
 )
 
 // Health is a snapshot of the pool's state.
@@ -113,19 +148,7 @@ var errClosed = errors.New("supervisor closed")
 
 // New returns a supervisor for cfg. It starts nothing: see Start and Warmup.
 func New(cfg Config, log *zap.Logger) *Supervisor {
-	cfg.Workers = max(cfg.Workers, 1)
-	if cfg.Warm <= 0 || cfg.Warm > cfg.Workers {
-		cfg.Warm = cfg.Workers
-	}
-	if cfg.Queue <= 0 {
-		cfg.Queue = 4 * cfg.Workers
-	}
-	if cfg.Grace <= 0 {
-		cfg.Grace = 2 * time.Second
-	}
-	if cfg.StartTimeout <= 0 {
-		cfg.StartTimeout = 60 * time.Second
-	}
+	cfg = cfg.WithDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Supervisor{
 		cfg:    cfg,
@@ -310,7 +333,8 @@ func (s *Supervisor) Run(ctx context.Context, code string, onLine func(Line)) (r
 		s.metrics.duration.Observe(time.Since(start).Seconds())
 	}()
 	if s.cfg.CodeLimit > 0 && len(code) > s.cfg.CodeLimit {
-		return Result{}, fmt.Errorf("the code is %s, more than the %s limit", humanize.IBytes(uint64(len(code))), humanize.IBytes(uint64(s.cfg.CodeLimit)))
+		return Result{}, fmt.Errorf("%w: %d bytes, over the limit of %d bytes (%s); send shorter code",
+			ErrCodeTooLarge, len(code), s.cfg.CodeLimit, humanize.IBytes(uint64(s.cfg.CodeLimit)))
 	}
 	script, fromScript, err := packages.FromCode(code)
 	if err != nil {

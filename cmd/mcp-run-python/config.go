@@ -59,10 +59,8 @@ const (
 	defaultOutputLimit = "1MiB"
 	defaultLogLevel    = "warn"
 
-	defaultQueueFactor     = 4 // --queue is this many times --workers unless set
 	defaultQueueTimeout    = 30 * time.Second
 	defaultCodeLimit       = "1MiB"
-	defaultGrace           = 2 * time.Second
 	defaultShutdownTimeout = 10 * time.Second
 )
 
@@ -172,10 +170,10 @@ func newFlagSet(v *flagValues, goos string) *pflag.FlagSet {
 	fs.StringVar(&v.allowNet, "allow-net", "", "comma-separated hosts Python code may reach, and nothing else: host, host:port, [ipv6]:port (default: the internet, but not this machine or link-local addresses)")
 	fs.IntVar(&v.workers, "workers", defaultWorkers, "live worker limit: calls run in parallel up to it")
 	fs.IntVar(&v.warm, "warm", 0, "idle workers kept ready for calls, at most --workers (default: --workers)")
-	fs.IntVar(&v.queue, "queue", 0, "calls that may wait for a worker while all are busy (default: 4 times --workers)")
+	fs.IntVar(&v.queue, "queue", 0, fmt.Sprintf("calls that may wait for a worker while all are busy (default: %d times --workers)", supervisor.DefaultQueuePerWorker))
 	fs.DurationVar(&v.queueTimeout, "queue-timeout", defaultQueueTimeout, "how long a call may wait for a worker; 0 for no limit")
 	fs.DurationVar(&v.timeout, "timeout", defaultTimeout, "time limit of one call, installing its packages included, such as 30s or 2m")
-	fs.DurationVar(&v.grace, "grace", defaultGrace, "how long interrupted code gets to stop before its worker is killed")
+	fs.DurationVar(&v.grace, "grace", supervisor.DefaultGrace, "how long interrupted code gets to stop before its worker is killed")
 	fs.StringVar(&v.memoryLimit, "memory-limit", defaultMemoryLimit, "memory a worker may use, such as 512MiB; 0 for no limit")
 	fs.StringVar(&v.outputLimit, "output-limit", defaultOutputLimit, "output, and return value, kept per call, such as 64KiB; 0 for no limit")
 	fs.StringVar(&v.codeLimit, "code-limit", defaultCodeLimit, "largest python_code accepted, such as 256KiB; 0 for no limit")
@@ -334,7 +332,7 @@ func parseConfig(args []string, env Environment, goos string) (Config, error) {
 		}
 		warm = v.warm
 	}
-	queue := defaultQueueFactor * v.workers
+	queue := 0 // the supervisor's default
 	if fs.Changed("queue") {
 		if v.queue < 1 {
 			return Config{}, usageErrorf("invalid value %d for %s: need at least 1", v.queue, source("queue"))
@@ -406,7 +404,7 @@ func parseConfig(args []string, env Environment, goos string) (Config, error) {
 		QueueTimeout:    v.queueTimeout,
 		CodeLimit:       int(codeLimit),
 		Grace:           v.grace,
-	}
+	}.WithDefaults()
 	return cfg, nil
 }
 

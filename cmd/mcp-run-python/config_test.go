@@ -76,6 +76,7 @@ func defaultConfig() Config {
 			QueueTimeout: 30 * time.Second,
 			CodeLimit:    1 << 20,
 			Grace:        2 * time.Second,
+			StartTimeout: supervisor.DefaultStartTimeout,
 		},
 		ShutdownTimeout: 10 * time.Second,
 		Limits: FrontEndLimits{

@@ -182,7 +182,7 @@ func run(ctx context.Context, args []string, std streams, env Environment, newEn
 		Limits:     &cfg.Limits,
 		// Cancelled code gets the supervisor's grace to stop before its
 		// worker is killed, and then a moment to report.
-		Calls: newCallGate(cfg.ShutdownTimeout, cfg.Supervisor.Grace+time.Second),
+		Calls: newCallGate(cfg.ShutdownTimeout, cfg.Supervisor.CancelWait()),
 	}
 	p := probes{health: eng.Health, metrics: metrics, calls: o.Calls, log: log}
 	err = serve(ctx, cfg, o, p, std)

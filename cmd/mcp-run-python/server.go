@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/dustin/go-humanize"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
@@ -59,8 +58,8 @@ type serverOptions struct {
 	Runner     runner
 	ReturnMode ReturnMode
 	Log        *zap.Logger
-	// CodeLimit is the largest python_code accepted, in bytes; 0 means no
-	// limit.
+	// CodeLimit is the supervisor's largest code, in bytes (0: none): the
+	// default request limit leaves room for it. The supervisor enforces it.
 	CodeLimit int
 	// Calls admits the tool calls and stops them at shutdown.
 	Calls *callGate
@@ -92,7 +91,7 @@ func newMCPServer(o serverOptions, levels *levelStore, hooks *server.Hooks) *ser
 	)
 	s.AddTool(runPythonCodeTool(&toolHandler{
 		runner: o.Runner, mode: o.ReturnMode, levels: levels, log: o.Log,
-		codeLimit: o.CodeLimit, calls: o.Calls,
+		calls: o.Calls,
 	}))
 	return s
 }
@@ -120,23 +119,20 @@ func describeTool(r runner) server.ToolFilterFunc {
 
 // toolHandler serves run_python_code.
 type toolHandler struct {
-	runner    runner
-	mode      ReturnMode
-	levels    *levelStore
-	log       *zap.Logger
-	codeLimit int
-	calls     *callGate
+	runner runner
+	mode   ReturnMode
+	levels *levelStore
+	log    *zap.Logger
+	calls  *callGate
 }
 
-// handle runs the code of one call. Bad arguments, code over the size limit,
-// calls refused at shutdown and failures to run give a tool error (isError)
-// rather than a protocol error, so the model sees why.
+// handle runs the code of one call. Bad arguments, calls refused at
+// shutdown and failures to run (code over the size limit among them, which
+// the runner checks) give a tool error (isError) rather than a protocol
+// error, so the model sees why.
 func (h *toolHandler) handle(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	code, err := pythonCode(req.Params.Arguments)
 	if err != nil {
-		return mcp.NewToolResultError(err.Error()), nil
-	}
-	if err := checkCodeSize(code, h.codeLimit); err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
 	}
 	ctx, leave, err := h.calls.enter(ctx)
@@ -204,15 +200,6 @@ func pythonCode(arguments any) (string, error) {
 		return "", fmt.Errorf("invalid argument %q: expected a string, got %s", codeArgument, jsonType(value))
 	}
 	return code, nil
-}
-
-// checkCodeSize fails for code longer than limit bytes (0: no limit).
-func checkCodeSize(code string, limit int) error {
-	if limit <= 0 || len(code) <= limit {
-		return nil
-	}
-	return fmt.Errorf("%q is too large: %d bytes, over the limit of %d bytes (%s); send shorter code",
-		codeArgument, len(code), limit, humanize.IBytes(uint64(limit)))
 }
 
 // runErrorText is the tool error for a call that Run could not run: a full

@@ -263,48 +263,6 @@ func TestPoolErrorsAreToolErrors(t *testing.T) {
 	}
 }
 
-// TestCodeLimit checks that code over --code-limit bytes gets a tool error
-// before it reaches the runner.
-func TestCodeLimit(t *testing.T) {
-	tests := []struct {
-		name  string
-		limit int
-		code  string
-		want  string // the tool error; "" when the code must run
-	}{
-		{"at the limit", 10, "0123456789", ""},
-		{"one byte over", 10, "0123456789x", `"python_code" is too large: 11 bytes, over the limit of 10 bytes (10 B); send shorter code`},
-		{"bytes, not characters", 10, "éééééé", `"python_code" is too large: 12 bytes, over the limit of 10 bytes (10 B); send shorter code`},
-		{"multi-byte at the limit", 10, "ééééé", ""},
-		{"default limit", 1 << 20, strings.Repeat("#", 1<<20+1), `"python_code" is too large: 1048577 bytes, over the limit of 1048576 bytes (1.0 MiB); send shorter code`},
-		{"no limit", 0, strings.Repeat("#", 1<<20+1), ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := &errorRunner{}
-			o := testOptions(t, r)
-			o.CodeLimit = tt.limit
-			c := stdioServerWith(t, o, 2)(t, legacy)
-			text, isError, err := c.call(testContext(t), map[string]any{codeArgument: tt.code})
-			if err != nil {
-				t.Fatalf("call: %v", err)
-			}
-			if tt.want == "" {
-				if isError || len(r.ran()) != 1 {
-					t.Errorf("code within the limit: isError %v %.100q, ran %d times", isError, text, len(r.ran()))
-				}
-				return
-			}
-			if !isError || text != tt.want {
-				t.Errorf("got isError %v %.200q, want the tool error %q", isError, text, tt.want)
-			}
-			if n := len(r.ran()); n != 0 {
-				t.Errorf("code over the limit reached the runner %d times", n)
-			}
-		})
-	}
-}
-
 // jsonModeRunner returns a fixed result.
 type jsonModeRunner struct {
 	fakeRunner
