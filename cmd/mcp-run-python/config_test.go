@@ -245,6 +245,13 @@ func TestParseConfig(t *testing.T) {
 			func(c *Config) { c.Limits.MaxMCPSessions = 3 }},
 		{"version needs no mode", []string{"--version"}, standardEnv(),
 			func(c *Config) { *c = Config{Version: true} }},
+		{"wrong env values do not stop version", []string{"--version"}, withVars(standardEnv(), map[string]string{
+			"MCP_RUN_PYTHON_WORKERS": "0",
+			"MCP_RUN_PYTHON_PORT":    "abc",
+		}), func(c *Config) { *c = Config{Version: true} }},
+		{"wrong env values do not stop help", []string{"-h"}, withVars(standardEnv(), map[string]string{
+			"MCP_RUN_PYTHON_TIMEOUT": "soon",
+		}), func(c *Config) { *c = Config{Help: true} }},
 		{"help needs no mode", []string{"-h"}, standardEnv(),
 			func(c *Config) { *c = Config{Help: true} }},
 		{"long help", []string{"--help", "stdio"}, standardEnv(),
@@ -331,6 +338,9 @@ func TestParseConfigUsageErrors(t *testing.T) {
 		{"allow origin with a path", []string{"stdio", "--allow-origin", "https://a.example.com/app"}, standardEnv(), "--allow-origin"},
 		{"allow origin without a scheme", []string{"stdio", "--allow-origin", "a.example.com"}, standardEnv(), `"a.example.com" is not an origin`},
 		{"allow origin null", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_ALLOW_ORIGIN": "null"}), "MCP_RUN_PYTHON_ALLOW_ORIGIN"},
+		{"empty host", []string{"stdio", "--host", ""}, standardEnv(), "--host"},
+		{"bad bool from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_OFFLINE": "maybe"}), "MCP_RUN_PYTHON_OFFLINE"},
+		{"wrong value with help", []string{"--help", "--workers", "0"}, standardEnv(), "--workers"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -359,5 +369,66 @@ func TestUsageTextListsEveryFlagAndMode(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("usage text lacks %q", want)
 		}
+	}
+}
+
+// TestParseConfigMessages pins whole messages: a wrong value is quoted as
+// given and named with the flag, or with the environment variable that gave
+// it (never with both); the reason comes from the flag's type, or from the
+// rule between flags that it breaks.
+func TestParseConfigMessages(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		vars map[string]string
+		want string
+	}{
+		{"type", []string{"stdio", "--port", "abc"}, nil, `invalid value "abc" for --port: not a whole number`},
+		{"type from env", []string{"stdio"}, map[string]string{"MCP_RUN_PYTHON_PORT": "abc"},
+			`invalid value "abc" for MCP_RUN_PYTHON_PORT: not a whole number`},
+		{"range", []string{"stdio", "--port", "70000"}, nil, `invalid value "70000" for --port: need 0 to 65535`},
+		{"at least one", []string{"stdio", "--workers", "0"}, nil, `invalid value "0" for --workers: need at least 1`},
+		{"not negative from env", []string{"stdio"}, map[string]string{"MCP_RUN_PYTHON_MAX_CONNECTIONS": "-1"},
+			`invalid value "-1" for MCP_RUN_PYTHON_MAX_CONNECTIONS: must not be negative`},
+		{"duration", []string{"stdio", "--timeout", "5"}, nil, `invalid value "5" for --timeout: not a duration such as 30s or 1m30s`},
+		{"positive duration", []string{"stdio", "--grace", "0s"}, nil, `invalid value "0s" for --grace: must be positive`},
+		{"duration from env", []string{"stdio"}, map[string]string{"MCP_RUN_PYTHON_MCP_SESSION_IDLE": "-1m"},
+			`invalid value "-1m" for MCP_RUN_PYTHON_MCP_SESSION_IDLE: must not be negative`},
+		{"size", []string{"stdio", "--memory-limit", "lots"}, nil, `invalid value "lots" for --memory-limit: not a size such as 512MiB`},
+		{"negative size", []string{"stdio", "--output-limit", "-1KiB"}, nil, `invalid value "-1KiB" for --output-limit: must not be negative`},
+		{"choice", []string{"stdio", "--return-mode", "yaml"}, nil, `invalid value "yaml" for --return-mode: want xml or json`},
+		{"choice from env", []string{"stdio"}, map[string]string{"MCP_RUN_PYTHON_RETURN_MODE": "yaml"},
+			`invalid value "yaml" for MCP_RUN_PYTHON_RETURN_MODE: want xml or json`},
+		{"log level", []string{"stdio", "--log-level", "loud"}, nil, `invalid value "loud" for --log-level: unrecognized level: "loud"`},
+		{"host", []string{"stdio", "--host", ""}, nil, `invalid value "" for --host: empty host`},
+		{"empty host list", []string{"stdio", "--allow-net", ","}, nil,
+			`invalid value "," for --allow-net: no host given; use --disable-networking for no network at all`},
+		{"bool from env", []string{"stdio"}, map[string]string{"MCP_RUN_PYTHON_OFFLINE": "maybe"},
+			`invalid value "maybe" for MCP_RUN_PYTHON_OFFLINE: strconv.ParseBool: parsing "maybe": invalid syntax`},
+		{"warm above workers", []string{"stdio", "--workers", "2", "--warm", "3"}, nil,
+			`invalid value "3" for --warm: need 1 to 2 (the worker limit)`},
+		{"warm from env above workers", []string{"stdio", "--workers", "2"}, map[string]string{"MCP_RUN_PYTHON_WARM": "0x3"},
+			`invalid value "3" for MCP_RUN_PYTHON_WARM: need 1 to 2 (the worker limit)`},
+		{"request limit below code limit", []string{"stdio", "--request-limit", "512KiB"}, nil,
+			`invalid value "512KiB" for --request-limit: below --code-limit (1.0 MiB)`},
+		{"request limit from env below code limit from env", []string{"stdio"},
+			map[string]string{"MCP_RUN_PYTHON_REQUEST_LIMIT": "1MiB", "MCP_RUN_PYTHON_CODE_LIMIT": "2MiB"},
+			`invalid value "1MiB" for MCP_RUN_PYTHON_REQUEST_LIMIT: below MCP_RUN_PYTHON_CODE_LIMIT (2.0 MiB)`},
+		{"allow net and no network", []string{"stdio", "--disable-networking"}, map[string]string{"MCP_RUN_PYTHON_ALLOW_NET": "a.com"},
+			`MCP_RUN_PYTHON_ALLOW_NET and --disable-networking exclude each other`},
+		{"missing value", []string{"stdio", "--port"}, nil, `flag needs an argument: --port`},
+		{"unknown flag", []string{"stdio", "--bogus"}, nil, `unknown flag: --bogus`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseConfig(tt.args, withVars(standardEnv(), tt.vars).environment(), "linux")
+			var usage *UsageError
+			if !errors.As(err, &usage) {
+				t.Fatalf("ParseConfig(%q) error = %v, want a *UsageError", tt.args, err)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("ParseConfig(%q) error\n got: %s\nwant: %s", tt.args, err, tt.want)
+			}
+		})
 	}
 }

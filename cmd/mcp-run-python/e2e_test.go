@@ -540,7 +540,7 @@ func testMinimalEnvironment(t *testing.T, s *e2eSetup, tg *target, _ *e2eClient)
 	if err != nil {
 		t.Fatalf("tools/list: %v", err)
 	}
-	if len(tools.Tools) != 1 || tools.Tools[0].Description != wantDescription {
+	if wantDescription, _ := snapshotTool(t); len(tools.Tools) != 1 || tools.Tools[0].Description != wantDescription {
 		t.Errorf("tools/list before Pyodide is installed: %+v", tools.Tools)
 	}
 
@@ -564,24 +564,30 @@ func testInitialize(t *testing.T, _ *e2eSetup, _ *target, c *e2eClient) {
 	}
 }
 
-const wantDescription = `Tool to execute Python code and return stdout, stderr, and return value.
-
-The code may be async, and the value on the last line will be returned as the return value.
-
-The code will be executed with Python 3.14.
-
-Dependencies may be defined via PEP 723 script metadata, e.g. to install "pydantic", the script should start
-with a comment of the form:
-
-# /// script
-# dependencies = ['pydantic']
-# ///
-print('python code here')
-`
-
-const wantInputSchema = `{"type":"object","properties":{"python_code":{"type":"string","description":"Python code to run"}},"required":["python_code"],"additionalProperties":false,"$schema":"http://json-schema.org/draft-07/schema#"}`
+// snapshotTool returns run_python_code's description and compact input
+// schema as testdata/toolsnaps pins them (TestToolsnaps keeps the file).
+func snapshotTool(t *testing.T) (description, inputSchema string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("../../testdata/toolsnaps", toolName+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tool struct {
+		Description string          `json:"description"`
+		InputSchema json.RawMessage `json:"inputSchema"`
+	}
+	if err := json.Unmarshal(b, &tool); err != nil {
+		t.Fatalf("decode the %s snapshot: %v", toolName, err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, tool.InputSchema); err != nil {
+		t.Fatal(err)
+	}
+	return tool.Description, compact.String()
+}
 
 func testToolsList(t *testing.T, _ *e2eSetup, _ *target, c *e2eClient) {
+	wantDescription, wantInputSchema := snapshotTool(t)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})

@@ -228,57 +228,23 @@ func writeJSValue(b *strings.Builder, v any) error {
 // jsNumber formats a JSON number literal as JSON.stringify(JSON.parse(n)):
 // the nearest double, printed by ECMAScript's Number::toString, with
 // infinities (from literals too large for a double) as null and -0 as 0.
+// encoding/json prints a float64 by the same rule (the shortest digits that
+// round-trip, exponent form below 1e-6 and from 1e21); it only differs on
+// -0, which it keeps, and on NaN and infinities, which it refuses.
 func jsNumber(n json.Number) (string, error) {
 	f, err := strconv.ParseFloat(string(n), 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return "", fmt.Errorf("number %q: %w", string(n), err)
 	}
-	if math.IsInf(f, 0) || math.IsNaN(f) {
+	switch {
+	case math.IsInf(f, 0) || math.IsNaN(f):
 		return "null", nil
-	}
-	if f == 0 {
+	case f == 0:
 		return "0", nil
 	}
-	sign := ""
-	if f < 0 {
-		sign, f = "-", -f
-	}
-	// The shortest digits that round-trip, as ECMAScript requires.
-	e := strconv.FormatFloat(f, 'e', -1, 64)
-	mantissa, exponent, _ := strings.Cut(e, "e")
-	digits := strings.Replace(mantissa, ".", "", 1)
-	exp, err := strconv.Atoi(exponent)
+	b, err := json.Marshal(f)
 	if err != nil {
 		return "", fmt.Errorf("number %q: %w", string(n), err)
 	}
-	k, pos := len(digits), exp+1 // value = 0.digits × 10^pos
-	var out string
-	switch {
-	case k <= pos && pos <= 21:
-		out = digits + strings.Repeat("0", pos-k)
-	case 0 < pos && pos <= 21:
-		out = digits[:pos] + "." + digits[pos:]
-	case -6 < pos && pos <= 0:
-		out = "0." + strings.Repeat("0", -pos) + digits
-	default:
-		expSign := "+"
-		if pos-1 < 0 {
-			expSign = "-"
-		}
-		expAbs := strconv.Itoa(abs(pos - 1))
-		if k == 1 {
-			out = digits + "e" + expSign + expAbs
-		} else {
-			out = digits[:1] + "." + digits[1:] + "e" + expSign + expAbs
-		}
-	}
-	return sign + out, nil
-}
-
-// abs returns the absolute value of n.
-func abs(n int) int {
-	if n < 0 {
-		return -n
-	}
-	return n
+	return string(b), nil
 }

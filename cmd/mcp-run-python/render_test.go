@@ -195,42 +195,6 @@ func TestEscapeTag(t *testing.T) {
 	}
 }
 
-func TestJSNumber(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"0", "0"},
-		{"-0", "0"},
-		{"-0.0", "0"},
-		{"1.0", "1"},
-		{"-2.50", "-2.5"},
-		{"100", "100"},
-		{"1e21", "1e+21"},
-		{"1e20", "100000000000000000000"},
-		{"123456789012345678901234", "1.2345678901234569e+23"},
-		{"0.000001", "0.000001"},
-		{"0.0000001", "1e-7"},
-		{"1.5e-7", "1.5e-7"},
-		{"0.1", "0.1"},
-		{"3.14159", "3.14159"},
-		{"9007199254740993", "9007199254740992"},
-		{"1e400", "null"},
-		{"-1e400", "null"},
-		{"1e-400", "0"},
-		{"5e-324", "5e-324"},
-		{"1.7976931348623157e308", "1.7976931348623157e+308"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			got, err := jsNumber(json.Number(tt.in))
-			if err != nil {
-				t.Fatalf("jsNumber(%s): %v", tt.in, err)
-			}
-			if got != tt.want {
-				t.Errorf("jsNumber(%s) = %s, want %s", tt.in, got, tt.want)
-			}
-		})
-	}
-}
-
 func TestRenderJSONRejectsInvalidReturnValue(t *testing.T) {
 	for _, value := range []string{"{", "[1,]", "1 2", "nul", `{"a" 1}`} {
 		res := supervisor.Result{Status: supervisor.StatusSuccess, ReturnValue: raw(value)}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -19,7 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/exp/zapslog"
 )
 
 // Paths of the HTTP modes.
@@ -531,7 +532,7 @@ func newStreamableFrontEnd(o serverOptions, stateless bool) *httpFrontEnd {
 	mcpServer := newMCPServer(o, newLevelStore(!stateless), hooks)
 	opts := []server.StreamableHTTPOption{
 		server.WithEndpointPath(streamablePath),
-		server.WithStreamableHTTPLogger(slog.New(zapSlogHandler{log: o.Log})),
+		server.WithStreamableHTTPLogger(slogLogger(o.Log)),
 		server.WithStreamableHTTPCORS(corsOrigins(front.limits)...),
 	}
 	var ids *sessionIDs
@@ -800,54 +801,15 @@ func (w *sessionWatch) done(sessionID string) <-chan struct{} {
 	return ch
 }
 
-// zapSlogHandler sends mcp-go's slog records to the zap logger, so that they
-// reach stderr at the configured level.
-type zapSlogHandler struct {
-	log   *zap.Logger
-	attrs []zap.Field
-}
-
-// Enabled implements slog.Handler.
-func (h zapSlogHandler) Enabled(_ context.Context, level slog.Level) bool {
-	return h.log.Core().Enabled(slogToZap(level))
-}
-
-// Handle implements slog.Handler.
-func (h zapSlogHandler) Handle(_ context.Context, r slog.Record) error {
-	fields := append([]zap.Field(nil), h.attrs...)
-	r.Attrs(func(a slog.Attr) bool {
-		fields = append(fields, zap.Any(a.Key, a.Value.Any()))
-		return true
-	})
-	if ce := h.log.Check(slogToZap(r.Level), r.Message); ce != nil {
-		ce.Write(fields...)
-	}
-	return nil
-}
-
-// WithAttrs implements slog.Handler.
-func (h zapSlogHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	fields := append([]zap.Field(nil), h.attrs...)
-	for _, a := range attrs {
-		fields = append(fields, zap.Any(a.Key, a.Value.Any()))
-	}
-	return zapSlogHandler{log: h.log, attrs: fields}
-}
-
-// WithGroup implements slog.Handler.
-func (h zapSlogHandler) WithGroup(name string) slog.Handler {
-	return zapSlogHandler{log: h.log.Named(name), attrs: h.attrs}
-}
-
-// slogToZap maps a slog level to zap's.
-func slogToZap(level slog.Level) zapcore.Level {
-	switch {
-	case level >= slog.LevelError:
-		return zapcore.ErrorLevel
-	case level >= slog.LevelWarn:
-		return zapcore.WarnLevel
-	case level >= slog.LevelInfo:
-		return zapcore.InfoLevel
-	}
-	return zapcore.DebugLevel
+// slogLogger returns an slog logger that writes to log's core under log's
+// name, for mcp-go, so that its records reach stderr at the configured
+// level. zapslog maps the levels (below Info to Debug, Warn, Error), writes
+// a group's attributes in a zap namespace and a group attribute as an
+// object. It adds no stack traces: mcp-go logs a client that went away as an
+// error, which is not the server's fault, and log adds none either.
+func slogLogger(log *zap.Logger) *slog.Logger {
+	return slog.New(zapslog.NewHandler(log.Core(),
+		zapslog.WithName(log.Name()),
+		zapslog.AddStacktraceAt(slog.Level(math.MaxInt)),
+	))
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +15,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // transportCase is one way of serving MCP under test.
@@ -484,5 +489,43 @@ func TestPendingResponses(t *testing.T) {
 	cancel()
 	if err := p.wait(ctx); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "1 response(s) not delivered") {
 		t.Errorf("wait with a response pending and an ended context = %v", err)
+	}
+}
+
+// TestSlogLoggerReachesZap checks that mcp-go's slog records reach the zap
+// core: under the logger's name, at the mapped level, with a group's keys
+// inside the group and no stack trace.
+func TestSlogLoggerReachesZap(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	log := slogLogger(zap.New(core).Named("mcp-run-python"))
+
+	log.Debug("below the level")
+	log.With("session", "s1").WithGroup("request").Error("failed to write", "err", "broken pipe", slog.Int("n", 2))
+	log.Warn("odd", slog.Group("peer", "addr", "127.0.0.1"))
+	log.WithGroup("empty").Info("no attributes")
+
+	type entry struct {
+		Level   zapcore.Level
+		Name    string
+		Message string
+		Context map[string]any
+		Stack   string
+	}
+	var got []entry
+	for _, e := range logs.AllUntimed() {
+		got = append(got, entry{e.Level, e.LoggerName, e.Message, e.ContextMap(), e.Stack})
+	}
+	want := []entry{
+		{zapcore.ErrorLevel, "mcp-run-python", "failed to write", map[string]any{
+			"session": "s1",
+			"request": map[string]any{"err": "broken pipe", "n": int64(2)},
+		}, ""},
+		{zapcore.WarnLevel, "mcp-run-python", "odd", map[string]any{
+			"peer": map[string]any{"addr": "127.0.0.1"},
+		}, ""},
+		{zapcore.InfoLevel, "mcp-run-python", "no attributes", map[string]any{}, ""},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("zap entries\n got %#v\nwant %#v", got, want)
 	}
 }
