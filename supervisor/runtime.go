@@ -287,7 +287,8 @@ func (s *Supervisor) makeSnapshot(ctx context.Context, rt *runtimeFiles, path, c
 		return err
 	}
 	// Written whole or not at all, so that workers never restore from half
-	// a snapshot.
+	// a snapshot: natefinch/atomic syncs before it renames, and replaces
+	// atomically on Windows too, which google/renameio does not support.
 	if err := atomic.WriteFile(path, bytes.NewReader(data)); err != nil {
 		return err
 	}
