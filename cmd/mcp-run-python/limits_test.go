@@ -699,15 +699,7 @@ func openSSE(t *testing.T, url string) (*http.Response, *bufio.Reader, string) {
 // TestSSEStreamLimits: SSE streams are MCP sessions: capped, and closed
 // when idle.
 func TestSSEStreamLimits(t *testing.T) {
-	l := defaultFrontEndLimits(0)
-	l.MaxMCPSessions, l.MCPSessionIdle = 2, 700*time.Millisecond
-	o := testOptions(t, &fakeRunner{})
-	o.Limits = &l
-	fe, err := newHTTPFrontEnd(ModeSSE, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := serveFront(t, fe)
+	url := sseFront(t, func(l *FrontEndLimits) { l.MaxMCPSessions, l.MCPSessionIdle = 2, 700*time.Millisecond })
 	_, busy, endpoint := openSSE(t, url)
 	_, idle, _ := openSSE(t, url)
 	if resp, _, _ := openSSE(t, url); resp.StatusCode != http.StatusServiceUnavailable {
@@ -745,15 +737,7 @@ func TestSSEStreamLimits(t *testing.T) {
 // the read timeout is closed, even when idle streams are kept; one whose
 // client has spoken is not.
 func TestSSEFirstMessage(t *testing.T) {
-	l := defaultFrontEndLimits(0)
-	l.ReadTimeout, l.MCPSessionIdle = 300*time.Millisecond, 0
-	o := testOptions(t, &fakeRunner{})
-	o.Limits = &l
-	fe, err := newHTTPFrontEnd(ModeSSE, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := serveFront(t, fe)
+	url := sseFront(t, func(l *FrontEndLimits) { l.ReadTimeout, l.MCPSessionIdle = 300*time.Millisecond, 0 })
 	_, silent, _ := openSSE(t, url)
 	_, spoken, endpoint := openSSE(t, url)
 	resp, err := http.Post(url+endpoint, "application/json", strings.NewReader(pingBody))
@@ -813,4 +797,19 @@ func TestFrontEndMetrics(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
+}
+
+// sseFront serves an SSE front end with the default limits changed by set,
+// and returns its URL.
+func sseFront(t *testing.T, set func(*FrontEndLimits)) string {
+	t.Helper()
+	l := defaultFrontEndLimits(0)
+	set(&l)
+	o := testOptions(t, &fakeRunner{})
+	o.Limits = &l
+	fe, err := newHTTPFrontEnd(ModeSSE, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveFront(t, fe)
 }
