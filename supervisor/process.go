@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 
@@ -173,10 +172,6 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, makeSnapshot b
 		return nil, err
 	}
 
-	if err := policy.Validate(runtime.GOOS); err != nil {
-		removePrivate()
-		return nil, fmt.Errorf("worker permissions: %w", err)
-	}
 	args := append([]string{"run"}, permissions.Flags(policy)...)
 	cmd := exec.Command(s.cfg.Deno, append(args, rt.entry)...)
 	cmd.Env = denoEnv(denoDir)
@@ -207,7 +202,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, makeSnapshot b
 	case w.conn = <-connected:
 	case <-w.exited:
 		<-w.released
-		return nil, fmt.Errorf("worker exited before connecting: %s (%s)", proc.Describe(w.exitErr), w.stderrTail())
+		return nil, fmt.Errorf("worker exited before connecting: %s (%s)", w.exitStatus(), w.stderrTail())
 	case <-ctx.Done():
 		w.kill()
 		return nil, fmt.Errorf("worker did not connect: %w (%s)", context.Cause(ctx), w.stderrTail())

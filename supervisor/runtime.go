@@ -24,42 +24,49 @@ import (
 // runtimeFiles is the on-disk state every worker needs, prepared once per cache
 // directory by trusted steps: no user code runs while it is made.
 type runtimeFiles struct {
-	entry     string // worker.ts in the written-out worker program
-	pyodide   string // the pyodide npm package, symlinks resolved
-	snapshot  string // memory snapshot; "" when none could be made
-	codeCache string // DENO_DIR template with V8's code cache; "" when none
-	noDenoDir string // a DENO_DIR that cannot exist, for workers without a code cache
+	entry     string   // worker.ts in the written-out worker program
+	pyodide   string   // the pyodide npm package, symlinks resolved
+	snapshot  string   // memory snapshot; "" when none could be made
+	codeCache string   // DENO_DIR template with V8's code cache; "" when none
+	noDenoDir string   // a DENO_DIR that cannot exist, for workers without a code cache
+	needed    []string // every file above that workers need; see missing
 }
 
-// hasAll reports whether dir holds every one of files.
-func hasAll(dir string, files []string) bool {
-	for _, f := range files {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			return false
-		}
-	}
-	return true
-}
-
-// pyodideFiles are the files of the Pyodide package that loading needs.
-var pyodideFiles = []string{"pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"}
-
-// missing returns the first file of rt that is not there, or "". A few
-// stats: cheap beside a worker's start, which it precedes.
-func (rt *runtimeFiles) missing() string {
-	paths := append([]string{filepath.Dir(rt.noDenoDir)}, programFiles(filepath.Dir(rt.entry))...)
-	for _, f := range pyodideFiles {
-		paths = append(paths, filepath.Join(rt.pyodide, f))
-	}
-	if rt.snapshot != "" {
-		paths = append(paths, rt.snapshot, rt.codeCache)
-	}
+// firstMissing returns the first of paths that does not exist, or "".
+func firstMissing(paths []string) string {
 	for _, p := range paths {
 		if _, err := os.Stat(p); err != nil {
 			return p
 		}
 	}
 	return ""
+}
+
+// hasAll reports whether dir holds every one of files.
+func hasAll(dir string, files []string) bool {
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = filepath.Join(dir, f)
+	}
+	return firstMissing(paths) == ""
+}
+
+// pyodideFiles are the files of the Pyodide package that loading needs.
+var pyodideFiles = []string{"pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"}
+
+// missing returns the first file of rt that is not there, or "". A dozen
+// stats: cheap beside a worker's start, which it precedes.
+func (rt *runtimeFiles) missing() string { return firstMissing(rt.needed) }
+
+// listNeeded fills rt.needed, once rt is complete.
+func (rt *runtimeFiles) listNeeded() {
+	rt.needed = append([]string{filepath.Dir(rt.noDenoDir)}, programFiles(filepath.Dir(rt.entry))...)
+	for _, f := range pyodideFiles {
+		rt.needed = append(rt.needed, filepath.Join(rt.pyodide, f))
+	}
+	if rt.snapshot != "" {
+		rt.needed = append(rt.needed, rt.snapshot, rt.codeCache)
+	}
 }
 
 // layout names the places inside the cache directory.
@@ -127,7 +134,8 @@ func (s *Supervisor) prepare(ctx context.Context, progress func(string)) (*runti
 	}
 
 	// Every worker gets these paths in its permissions: a cache directory
-	// deno cannot be given (a comma in its path) fails here, once.
+	// deno cannot be given (a comma in its path) fails here, once, and no
+	// worker start checks them again.
 	if err := s.policy(rt, false).Validate(runtime.GOOS); err != nil {
 		return nil, fmt.Errorf("cache directory: %w", err)
 	}
@@ -142,10 +150,12 @@ func (s *Supervisor) prepare(ctx context.Context, progress func(string)) (*runti
 		if err := s.makeSnapshot(ctx, rt, snap, codeCache); err != nil {
 			// Workers still start without one, only slower.
 			s.log.Sugar().Warnf("no memory snapshot, workers will load Pyodide plainly: %v", err)
+			rt.listNeeded()
 			return rt, nil
 		}
 	}
 	rt.snapshot, rt.codeCache = snap, codeCache
+	rt.listNeeded()
 	progress("runtime ready in " + s.cfg.CacheDir)
 	return rt, nil
 }
@@ -182,14 +192,7 @@ func programFiles(dir string) []string {
 // copy is there: dir is named by the program's hash and filled atomically.
 // A copy that lost files is written anew.
 func writeProgram(dir string) error {
-	complete := true
-	for _, p := range programFiles(dir) {
-		if _, err := os.Stat(p); err != nil {
-			complete = false
-			break
-		}
-	}
-	if complete {
+	if firstMissing(programFiles(dir)) == "" {
 		return nil
 	}
 	if err := os.RemoveAll(dir); err != nil {
