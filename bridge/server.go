@@ -178,8 +178,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // goneBeforeHello reports whether err, from reading the hello, means the
 // peer closed its connection, rather than sent a bad frame or kept silent.
+// A peer that drops the connection at once can also end the request's
+// context before the read sees EOF: that is context.Canceled, while a silent
+// peer runs into the hello's deadline.
 func goneBeforeHello(err error) bool {
-	return errors.Is(err, io.EOF) || websocket.CloseStatus(err) != -1
+	return errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || websocket.CloseStatus(err) != -1
 }
 
 func readHello(ctx context.Context, ws *websocket.Conn) (string, error) {
