@@ -58,34 +58,123 @@ func (c *Conn) Ready(ctx context.Context) (Message, error) {
 	return m, nil
 }
 
-// Run sends code to the worker and reads until its result. onOutput is
+// RunRequest is what a run asks of the worker; see Message.
+type RunRequest struct {
+	Code       string
+	Globals    json.RawMessage // a JSON object, or nil
+	Watch      []string
+	FilesLimit int64
+}
+
+// Files is what a run's files frame brought: changed files and figures,
+// with their bytes.
+type Files struct {
+	Changes []ChangedFile
+	Figures []FigureData
+}
+
+// ChangedFile is a Change with its bytes; Data is nil for a deleted or
+// omitted file.
+type ChangedFile struct {
+	Change
+	Data []byte
+}
+
+// FigureData is a Figure with its bytes.
+type FigureData struct {
+	Figure
+	Data []byte
+}
+
+// Run sends a run to the worker and reads until its result. onOutput is
 // called for each output frame, in order, with its lines and the number of
-// bytes the worker dropped past the output limit. The result frame is returned as is;
-// on error, what was printed before it has already gone to onOutput.
-func (c *Conn) Run(ctx context.Context, code string, onOutput func(s Stream, lines []string, dropped int)) (Message, error) {
-	if err := c.write(ctx, Message{Type: TypeRun, Code: code}); err != nil {
-		return Message{}, err
+// bytes the worker dropped past the output limit. The result frame is
+// returned as is, with the files frame that came before it, if any; on
+// error, what was printed before it has already gone to onOutput.
+func (c *Conn) Run(ctx context.Context, req RunRequest, onOutput func(s Stream, lines []string, dropped int)) (Message, Files, error) {
+	run := Message{Type: TypeRun, Code: req.Code, Globals: req.Globals, Watch: req.Watch, FilesLimit: req.FilesLimit}
+	if err := c.write(ctx, run); err != nil {
+		return Message{}, Files{}, err
 	}
+	var files Files
+	seen := false
 	for {
 		m, err := c.read(ctx)
 		if err != nil {
-			return Message{}, err
+			return Message{}, files, err
 		}
 		switch m.Type {
 		case TypeOutput:
 			if m.Stream != Stdout && m.Stream != Stderr {
-				return Message{}, fmt.Errorf("bridge: output to unknown stream %q", m.Stream)
+				return Message{}, files, fmt.Errorf("bridge: output to unknown stream %q", m.Stream)
 			}
 			if m.Dropped < 0 {
-				return Message{}, fmt.Errorf("bridge: negative dropped count %d", m.Dropped)
+				return Message{}, files, fmt.Errorf("bridge: negative dropped count %d", m.Dropped)
 			}
 			onOutput(m.Stream, m.Lines, m.Dropped)
+		case TypeFiles:
+			if seen || len(req.Watch) == 0 && len(m.Changes) > 0 {
+				return Message{}, files, errors.New("bridge: unexpected files frame")
+			}
+			seen = true
+			if files, err = c.readFiles(ctx, m, req.FilesLimit); err != nil {
+				return Message{}, files, err
+			}
 		case TypeResult:
-			return m, nil
+			return m, files, nil
 		default:
-			return Message{}, fmt.Errorf("bridge: unexpected %q frame during a run", m.Type)
+			return Message{}, files, fmt.Errorf("bridge: unexpected %q frame during a run", m.Type)
 		}
 	}
+}
+
+// readFiles reads the bytes a files frame announced. The worker shares its
+// interpreter with the code it ran, so the frame is checked, not trusted:
+// every size must match its bytes, and the changed files together, and the
+// figures together, must keep within limit (0: none).
+func (c *Conn) readFiles(ctx context.Context, m Message, limit int64) (Files, error) {
+	var files Files
+	var changed, drawn int64
+	next := func(size int64, total *int64) ([]byte, error) {
+		*total += size
+		if size < 0 || limit > 0 && *total > limit {
+			return nil, fmt.Errorf("bridge: files past the limit of %d bytes", limit)
+		}
+		data, err := c.readBinary(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if int64(len(data)) != size {
+			return nil, fmt.Errorf("bridge: a file of %d bytes announced as %d", len(data), size)
+		}
+		return data, nil
+	}
+	for _, ch := range m.Changes {
+		f := ChangedFile{Change: ch}
+		if !ch.Deleted && !ch.Omitted {
+			data, err := next(ch.Size, &changed)
+			if err != nil {
+				return Files{}, err
+			}
+			f.Data = data
+		}
+		files.Changes = append(files.Changes, f)
+	}
+	for _, fig := range m.Figures {
+		data, err := next(fig.Size, &drawn)
+		if err != nil {
+			return Files{}, err
+		}
+		files.Figures = append(files.Figures, FigureData{Figure: fig, Data: data})
+	}
+	return files, nil
+}
+
+// Put makes dirs and writes files into the worker's file system: each
+// Wheel's Name is an absolute path there. The worker needs no file
+// permission for that: the bytes travel over the bridge.
+func (c *Conn) Put(ctx context.Context, dirs []string, files []Wheel) error {
+	return c.send(ctx, Message{Type: TypePut, Dirs: dirs}, files)
 }
 
 // Ping checks that the worker's interpreter answers: the frame goes through
@@ -130,15 +219,25 @@ type Wheel struct {
 // interpreter. The worker needs no file permission for that: the bytes
 // travel over the bridge.
 func (c *Conn) Install(ctx context.Context, wheels []Wheel) error {
-	files := make([]File, len(wheels))
-	for i, w := range wheels {
-		files[i] = w.File
+	if err := c.send(ctx, Message{Type: TypeInstall}, wheels); err != nil {
+		return fmt.Errorf("unpack wheels: %w", err)
 	}
-	if err := c.write(ctx, Message{Type: TypeInstall, Files: files}); err != nil {
+	return nil
+}
+
+// send announces files in frame, sends their bytes and waits for the
+// answer, which has the type of the frame it answers (TypeInstalled for
+// TypeInstall).
+func (c *Conn) send(ctx context.Context, frame Message, files []Wheel) error {
+	frame.Files = make([]File, len(files))
+	for i, f := range files {
+		frame.Files[i] = f.File
+	}
+	if err := c.write(ctx, frame); err != nil {
 		return err
 	}
-	for _, w := range wheels {
-		if err := c.ws.Write(ctx, websocket.MessageBinary, w.Data); err != nil {
+	for _, f := range files {
+		if err := c.ws.Write(ctx, websocket.MessageBinary, f.Data); err != nil {
 			return failure(ctx, err)
 		}
 	}
@@ -146,11 +245,15 @@ func (c *Conn) Install(ctx context.Context, wheels []Wheel) error {
 	if err != nil {
 		return err
 	}
-	if m.Type != TypeInstalled {
-		return fmt.Errorf("bridge: expected installed, got %q", m.Type)
+	answer := frame.Type
+	if answer == TypeInstall {
+		answer = TypeInstalled
+	}
+	if m.Type != answer {
+		return fmt.Errorf("bridge: expected %s, got %q", answer, m.Type)
 	}
 	if m.Error != "" {
-		return fmt.Errorf("unpack wheels: %s", m.Error)
+		return errors.New(m.Error)
 	}
 	return nil
 }
@@ -163,6 +266,12 @@ func (c *Conn) Interrupt(ctx context.Context) error {
 
 // Snapshot waits for the memory snapshot a worker started to make one sends.
 func (c *Conn) Snapshot(ctx context.Context) ([]byte, error) {
+	return c.readBinary(ctx)
+}
+
+// readBinary returns the next frame, which must be binary; a fatal frame
+// becomes an error.
+func (c *Conn) readBinary(ctx context.Context) ([]byte, error) {
 	typ, data, err := c.ws.Read(ctx)
 	if err != nil {
 		return nil, failure(ctx, err)
@@ -171,7 +280,7 @@ func (c *Conn) Snapshot(ctx context.Context) ([]byte, error) {
 		if m, err := decode(data); err == nil && m.Type == TypeFatal {
 			return nil, &FatalError{m.Error}
 		}
-		return nil, errors.New("bridge: expected a snapshot")
+		return nil, errors.New("bridge: expected a binary frame")
 	}
 	return data, nil
 }

@@ -36,6 +36,17 @@ const (
 	// TypePong: a worker that does not is frozen or wedged.
 	TypePing = "ping"
 	TypePong = "pong"
+	// TypePut (Go → worker) makes the directories Dirs and announces
+	// Files, whose Name is an absolute path in the interpreter's file
+	// system, and whose bytes follow as binary frames: the mounted host
+	// folders. The worker writes them and answers TypePut, with Error set
+	// if it failed.
+	TypePut = "put"
+	// TypeFiles (worker → Go), sent during a run before its result, lists
+	// the files the run changed under the watched directories and the
+	// images it made; the bytes of every change that is not deleted or
+	// omitted, then of every figure, follow as binary frames, in order.
+	TypeFiles = "files"
 )
 
 // Stream names the standard stream a line was printed to.
@@ -71,12 +82,24 @@ type Message struct {
 
 	// run, imports
 	Code string `json:"code,omitempty"`
+	// run: Globals is a JSON object whose entries become globals before
+	// the code runs; Watch are the directories whose changes come back in
+	// a files frame, up to FilesLimit bytes of content (0: no limit).
+	Globals    json.RawMessage `json:"globals,omitempty"`
+	Watch      []string        `json:"watch,omitempty"`
+	FilesLimit int64           `json:"files_limit,omitempty"`
+
+	// files
+	Changes []Change `json:"changes,omitempty"`
+	Figures []Figure `json:"figures,omitempty"`
 
 	// imports (worker → Go): top-level or dotted module names not importable
 	Names []string `json:"names,omitempty"`
 
-	// install: the files that follow as binary frames
+	// install, put: the files that follow as binary frames
 	Files []File `json:"files,omitempty"`
+	// put: directories to make, even when no file goes into them
+	Dirs []string `json:"dirs,omitempty"`
 
 	// result
 	Status       string          `json:"status,omitempty"`
@@ -87,6 +110,23 @@ type Message struct {
 	// error text that the worker cut to the output limit; 0 when whole.
 	ReturnCut int `json:"return_cut,omitempty"`
 	ErrorCut  int `json:"error_cut,omitempty"`
+}
+
+// Change is a file a run created, changed or deleted, by its absolute path
+// in the interpreter's file system. An omitted file was changed but its
+// bytes were past the run frame's FilesLimit; only its size comes.
+type Change struct {
+	Path    string `json:"path"`
+	Size    int64  `json:"size,omitempty"`
+	Deleted bool   `json:"deleted,omitempty"`
+	Omitted bool   `json:"omitted,omitempty"`
+}
+
+// Figure is an image a run made: its last value's display image, or a
+// matplotlib figure.
+type Figure struct {
+	MIMEType string `json:"mime_type"`
+	Size     int64  `json:"size"`
 }
 
 // File describes one package file of an install frame.

@@ -188,7 +188,7 @@ func TestRunStreamsOutputThenResult(t *testing.T) {
 		text   string
 	}
 	var got []line
-	res, err := c.Run(context.Background(), "print(1)", func(s Stream, lines []string, _ int) {
+	res, _, err := c.Run(context.Background(), RunRequest{Code: "print(1)"}, func(s Stream, lines []string, _ int) {
 		for _, l := range lines {
 			got = append(got, line{s, l})
 		}
@@ -259,7 +259,7 @@ func TestRunFailures(t *testing.T) {
 			}()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			_, err := c.Run(ctx, "x", func(Stream, []string, int) {})
+			_, _, err := c.Run(ctx, RunRequest{Code: "x"}, func(Stream, []string, int) {})
 			tt.check(t, err)
 		})
 	}

@@ -5,14 +5,17 @@ starts with this module already imported.
 """
 
 import ast
+import base64
 import dataclasses
 import datetime
 import decimal
 import enum
 import importlib.util
 import inspect
+import io
 import json
 import math
+import os
 import re
 import sys
 import traceback
@@ -22,6 +25,10 @@ from collections.abc import Coroutine
 from pyodide.code import CodeRunner, find_imports
 from pyodide.ffi import JsNull
 
+# matplotlib, when a call imports it, draws off screen: figures come back as
+# images (take_figures) rather than waiting for a display there is none of.
+os.environ.setdefault('MPLBACKEND', 'Agg')
+
 # Frames of Pyodide's own machinery and of this module: users never see them.
 # The same pattern upstream applies to the traceback text, so the text matches.
 _MACHINERY = re.compile(
@@ -29,8 +36,23 @@ _MACHINERY = re.compile(
 )
 
 
-def run(code: str, limit: int = 0, error_limit: int = 0) -> str | Coroutine[None, None, str]:
+# The namespace of a session's runs, which keeps its globals between them.
+_session: dict[str, object] = {'__name__': '__main__'}
+
+# The images of the last run, for take_figures: (MIME type, bytes).
+_figures: list[tuple[str, bytes]] = []
+
+# The IPython display methods whose images come back, best first.
+_REPRS = (('_repr_png_', 'image/png'), ('_repr_jpeg_', 'image/jpeg'), ('_repr_svg_', 'image/svg+xml'))
+
+
+def run(
+    code: str, limit: int = 0, error_limit: int = 0, global_variables: dict | None = None, keep: bool = False
+) -> str | Coroutine[None, None, str]:
     """Runs code as module __main__ from main.py and returns the result frame.
+
+    global_variables become globals first, as upstream's do; keep runs the
+    code in the session's namespace instead of a new one.
 
     A return value longer than limit bytes, or an error text longer than
     error_limit bytes, is cut (0: no limit); see cut_text.
@@ -39,7 +61,10 @@ def run(code: str, limit: int = 0, error_limit: int = 0) -> str | Coroutine[None
     common, synchronous case then never waits for the event loop, whose
     scheduling costs milliseconds in a Web Worker.
     """
-    namespace = {'__name__': '__main__'}
+    namespace = _session if keep else {}
+    namespace.update(global_variables or {})
+    namespace['__name__'] = '__main__'
+    _figures.clear()
     try:
         # The same settings as eval_code_async, which upstream used.
         runner = CodeRunner(code, filename='main.py', flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT).compile()
@@ -62,6 +87,7 @@ async def _run_async(runner: CodeRunner, namespace: dict[str, object], limit: in
 
 
 def _success(value: object, limit: int) -> str:
+    _figures.extend(_display(value))
     if value is None:
         return '{"type":"result","status":"success"}'
     is_str = isinstance(value, str)
@@ -77,6 +103,48 @@ def _success(value: object, limit: int) -> str:
     if is_str:
         return f'{{"type":"result","status":"success","return_string":true,"return_value":{_string(text)}}}'
     return f'{{"type":"result","status":"success","return_string":false,"return_value":{text}}}'
+
+
+def _display(value: object) -> list[tuple[str, bytes]]:
+    """The image of a last-expression value that has one, by the IPython
+    display protocol (PIL images, sympy plots and many more): its first
+    method that gives one. A method that fails gives none; the value's text
+    is the result either way."""
+    if value is None or isinstance(value, type):
+        return []
+    for method, mime in _REPRS:
+        try:
+            data = getattr(value, method, None)
+            data = data() if callable(data) else None
+            if isinstance(data, tuple):  # (data, metadata)
+                data = data[0]
+            if isinstance(data, str):
+                data = data.encode() if mime == 'image/svg+xml' else base64.b64decode(data)
+            if isinstance(data, (bytes, bytearray)) and data:
+                return [(mime, bytes(data))]
+        except Exception:
+            continue
+    return []
+
+
+def take_figures() -> list[tuple[str, bytes]]:
+    """The images of the last run: its last value's, then every matplotlib
+    figure left open, as PNG (shown ones included: the Agg backend shows
+    nothing and closes nothing). The figures are closed, so a session's next
+    run does not send them again."""
+    figures = list(_figures)
+    _figures.clear()
+    plt = sys.modules.get('matplotlib.pyplot')
+    if plt is not None:
+        try:
+            for number in plt.get_fignums():
+                data = io.BytesIO()
+                plt.figure(number).savefig(data, format='png')
+                figures.append(('image/png', data.getvalue()))
+            plt.close('all')
+        except Exception as e:
+            print(f'figures could not be saved: {e}', file=sys.stderr)
+    return figures
 
 
 def cut_text(text: str, limit: int) -> tuple[str, int] | None:

@@ -26,6 +26,11 @@ export interface Init {
   outputLimit?: number;
   /** Bytes of a run's error text; 0 for no limit. */
   errorLimit?: number;
+  /**
+   * Serve runs until the supervisor retires the worker, keeping the
+   * interpreter's state between them: a session. Otherwise one run.
+   */
+  session?: boolean;
   /** Set by the parent to interrupt the running code; see worker.ts. */
   interrupt?: Int32Array;
 }
@@ -150,7 +155,7 @@ platform.python_version()`);
   const err = new LineSplitter("stderr", budget);
   py.setStdout({ write: (b: Uint8Array) => out.write(b) });
   py.setStderr({ write: (b: Uint8Array) => err.write(b) });
-  const runner = py.pyimport("_mcp_runner");
+  const runner: PyRunner = py.pyimport("_mcp_runner");
   const python = py.runPython("import platform; platform.python_version()");
   send(JSON.stringify({ type: "ready", python, snapshot: restored }));
   // An interpreter left idle goes cold. Measured with a `1+1` call 0.5 s
@@ -159,19 +164,19 @@ platform.python_version()`);
   // (5 ms every 100 ms). The 250 ms tick costs an idle worker about 1% of a core.
   const keepWarm = setInterval(() => py.runPython("0"), 250);
 
-  // Before its one run, a worker may be asked for the code's imports and
-  // given wheels to install; wheels arrive as binary frames after their
-  // install frame.
-  let wheels: { files: PackageFile[]; data: Uint8Array[] } | null = null;
+  // Before a run, a worker may be asked for the code's imports, given
+  // wheels to install and files to put into its file system; the bytes
+  // arrive as binary frames after the frame that announces them.
+  let incoming: Incoming | null = null;
+  let running = false;
   self.onmessage = async (e: MessageEvent<string | Uint8Array>) => {
     if (e.data instanceof Uint8Array) {
-      if (!wheels) return fatal("a wheel arrived without an install frame");
-      wheels.data.push(e.data);
-      if (wheels.data.length === wheels.files.length) {
-        send(await install(py, wheels.files, wheels.data));
-      }
+      if (!incoming) return fatal("a binary frame arrived unannounced");
+      incoming.data.push(e.data);
+      if (incoming.data.length === incoming.files.length) await receive();
       return;
     }
+    if (running) return fatal("a frame arrived during a run");
     const msg = JSON.parse(e.data);
     switch (msg.type) {
       case "ping": // the supervisor checks that this interpreter answers before a call
@@ -179,40 +184,230 @@ platform.python_version()`);
       case "imports":
         return send(runner.imports(msg.code));
       case "install":
-        wheels = { files: msg.files ?? [], data: [] };
-        if (wheels.files.length === 0) send(await install(py, [], []));
+      case "put":
+        incoming = { type: msg.type, files: msg.files ?? [], dirs: msg.dirs ?? [], data: [] };
+        if (incoming.files.length === 0) await receive();
         return;
       case "run":
         break;
       default:
         return fatal(`unexpected frame ${msg.type}`);
     }
-    self.onmessage = null; // one run per worker: a fresh interpreter per call
+    if (!init.session) self.onmessage = null; // one run: a fresh interpreter per call
     clearInterval(keepWarm);
-    // Only now does Python watch the interrupt buffer. The time limit starts
-    // with the call, so on a loaded machine an interrupt can overtake a late
-    // run frame; it waits in the buffer for the run instead of being taken
-    // by an idle evaluation.
-    if (init.interrupt) py.setInterruptBuffer(init.interrupt);
-    let result: string;
-    try {
-      // A string, or a coroutine for top-level await. The return value is
-      // cut to the limit in Python, before the frame exists: an oversized
-      // value never crosses to this thread or the bridge.
-      const ran = runner.run(msg.code, init.outputLimit ?? 0, init.errorLimit ?? 0);
-      result = typeof ran === "string" ? ran : await ran;
-    } catch (e) {
-      // Only the interpreter's own end gets here (os._exit, a wasm trap):
-      // Python exceptions are part of the result.
-      result = JSON.stringify({ type: "fatal", error: describe(e) });
-    }
-    out.flush();
-    err.flush();
-    if (budget.dropped > 0) {
-      send(JSON.stringify({ type: "output", stream: "stdout", dropped: budget.dropped }));
-    }
-    send(result);
+    running = true;
+    await run(py, runner, init, msg, budget, [out, err]);
+    running = false;
   };
+  const receive = async () => {
+    const { type, files, dirs, data } = incoming!;
+    incoming = null;
+    send(type === "install" ? await install(py, files, data) : put(py, dirs, files, data));
+  };
+}
+
+/** The bytes announced by an install or put frame, as they arrive. */
+interface Incoming {
+  type: "install" | "put";
+  files: PackageFile[];
+  /** Directories a put makes, even when no file goes into them. */
+  dirs: string[];
+  data: Uint8Array[];
+}
+
+/** runner.py, as this thread calls it. */
+interface PyRunner {
+  run(
+    code: string,
+    limit: number,
+    errorLimit: number,
+    globals: unknown,
+    keep: boolean,
+  ): string | Promise<string>;
+  imports(code: string): string;
+  take_figures(): { toJs(): [string, Uint8Array][]; destroy(): void };
+}
+
+/** A run frame; see bridge.Message. */
+interface RunFrame {
+  code: string;
+  /** Values of globals set before the code runs. */
+  globals?: Record<string, unknown>;
+  /** Directories whose changed files are sent back after the run. */
+  watch?: string[];
+  /** Bytes of changed files sent back; past it files are listed only. */
+  files_limit?: number;
+}
+
+/** Runs one call's code and sends its outcome: files, then the result. */
+async function run(
+  py: PyodideAPI,
+  runner: PyRunner,
+  init: Init,
+  msg: RunFrame,
+  budget: Budget,
+  streams: LineSplitter[],
+) {
+  // Only now does Python watch the interrupt buffer. The time limit starts
+  // with the call, so on a loaded machine an interrupt can overtake a late
+  // run frame; it waits in the buffer for the run instead of being taken
+  // by an idle evaluation. A session's earlier run may have left one there
+  // after its result was sent: the supervisor sends an interrupt only
+  // before the result it waits for, so what is in the buffer now is stale.
+  if (init.interrupt) {
+    if (init.session) Atomics.store(init.interrupt, 0, 0);
+    py.setInterruptBuffer(init.interrupt);
+  }
+  const before = scanAll(py, msg.watch ?? []);
+  let result: string;
+  let ended = false;
+  const globals = msg.globals ? py.toPy(msg.globals) : undefined;
+  try {
+    // A string, or a coroutine for top-level await. The return value is
+    // cut to the limit in Python, before the frame exists: an oversized
+    // value never crosses to this thread or the bridge.
+    const ran = runner.run(
+      msg.code,
+      init.outputLimit ?? 0,
+      init.errorLimit ?? 0,
+      globals,
+      !!init.session,
+    );
+    result = typeof ran === "string" ? ran : await ran;
+  } catch (e) {
+    // Only the interpreter's own end gets here (os._exit, a wasm trap):
+    // Python exceptions are part of the result.
+    result = JSON.stringify({ type: "fatal", error: describe(e) });
+    ended = true;
+  }
+  for (const s of streams) s.flush();
+  if (budget.dropped > 0) {
+    send(JSON.stringify({ type: "output", stream: "stdout", dropped: budget.dropped }));
+  }
+  if (!ended) {
+    globals?.destroy();
+    try {
+      sendFiles(py, runner, before, msg);
+    } catch (e) {
+      // An interrupt that came as the files were gathered, or code that
+      // broke the file system: the result still goes, without them.
+      send(
+        JSON.stringify({
+          type: "output",
+          stream: "stderr",
+          lines: [`files could not be sent back: ${e}`],
+        }),
+      );
+    }
+    if (init.session) {
+      // Between runs nothing may take an interrupt: no evaluation expects one.
+      if (init.interrupt) py.setInterruptBuffer(undefined as unknown as Int32Array);
+      budget.remaining = init.outputLimit || Infinity;
+      budget.dropped = 0;
+    }
+  }
+  send(result);
+}
+
+/** What a file looked like before the run, to tell what the run changed. */
+type Stat = { size: number; mtime: number };
+
+/** Most files looked at in the watched directories: a bound on the cost of a hostile tree. */
+const maxScan = 10_000;
+
+/**
+ * The regular files under the watched directories. Symlinks are neither
+ * followed nor reported: the host never gets one. __pycache__ is Python's
+ * own and not reported either.
+ */
+function scanAll(py: PyodideAPI, dirs: string[]): Map<string, Stat> {
+  const FS = py.FS;
+  const found = new Map<string, Stat>();
+  const walk = (dir: string) => {
+    let names: string[];
+    try {
+      names = FS.readdir(dir);
+    } catch {
+      return; // not there (yet)
+    }
+    for (const name of names) {
+      if (name === "." || name === ".." || name === "__pycache__" || found.size >= maxScan) {
+        continue;
+      }
+      const path = `${dir}/${name}`;
+      const st = FS.lstat(path);
+      if (FS.isDir(st.mode)) walk(path);
+      else if (FS.isFile(st.mode)) found.set(path, { size: st.size, mtime: +st.mtime });
+    }
+  };
+  for (const dir of dirs) walk(dir.replace(/\/+$/, ""));
+  return found;
+}
+
+/** One entry of a files frame; see bridge.Change. */
+interface Change {
+  path: string;
+  size?: number;
+  deleted?: boolean;
+  omitted?: boolean;
+}
+
+/**
+ * Sends the files frame: the files the run created, changed or deleted in
+ * the watched directories, and the figures it made; then the bytes of each
+ * changed file within the limit and of each figure, in that order.
+ */
+function sendFiles(py: PyodideAPI, runner: PyRunner, before: Map<string, Stat>, msg: RunFrame) {
+  const changes: Change[] = [];
+  const data: Uint8Array[] = [];
+  if (msg.watch?.length) {
+    let left = msg.files_limit || Infinity;
+    const after = scanAll(py, msg.watch);
+    for (const [path, st] of [...after].sort(([a], [b]) => a < b ? -1 : 1)) {
+      const was = before.get(path);
+      if (was && was.size === st.size && was.mtime === st.mtime) continue;
+      if (st.size > left) {
+        changes.push({ path, size: st.size, omitted: true });
+        continue;
+      }
+      left -= st.size;
+      changes.push({ path, size: st.size });
+      data.push(py.FS.readFile(path));
+    }
+    for (const path of before.keys()) {
+      if (!after.has(path)) changes.push({ path, deleted: true });
+    }
+  }
+  const figures: { mime_type: string; size: number }[] = [];
+  const made = runner.take_figures();
+  try {
+    for (const [mime, bytes] of made.toJs()) {
+      figures.push({ mime_type: mime, size: bytes.length });
+      data.push(bytes);
+    }
+  } finally {
+    made.destroy();
+  }
+  if (changes.length === 0 && figures.length === 0) return;
+  send(JSON.stringify({ type: "files", changes, figures }));
+  for (const d of data) send(d);
+}
+
+/** Writes files the supervisor put, and leaves their times at 0 so that any write by the code shows. */
+function put(py: PyodideAPI, dirs: string[], files: PackageFile[], data: Uint8Array[]): string {
+  const FS = py.FS;
+  try {
+    for (const dir of dirs) FS.mkdirTree(dir);
+    for (const [i, file] of files.entries()) {
+      const path = file.name;
+      FS.mkdirTree(path.slice(0, path.lastIndexOf("/")) || "/");
+      FS.writeFile(path, data[i]!);
+      FS.utime(path, 0, 0);
+    }
+    return JSON.stringify({ type: "put" });
+  } catch (e) {
+    return JSON.stringify({ type: "put", error: String(e) });
+  }
 }
 
 /** A package file of an install frame; see bridge.File. */

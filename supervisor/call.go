@@ -28,7 +28,7 @@ var (
 // interrupted: KeyboardInterrupt lets it end cleanly with its output and
 // traceback. Code that ignores that for the grace period, or that is over
 // its memory, is killed with its worker.
-func (s *Supervisor) call(ctx context.Context, w *worker, code string, limit *deadline, onLine func(Line)) (Result, error) {
+func (s *Supervisor) call(ctx context.Context, w *worker, run bridge.RunRequest, limit *deadline, onLine func(Line)) (Result, bridge.Files, error) {
 	stopCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	if left, ok := limit.left(); ok {
@@ -45,8 +45,8 @@ func (s *Supervisor) call(ctx context.Context, w *worker, code string, limit *de
 	go func() {
 		// Not bounded by the call's context: after an interrupt the result
 		// is still wanted. A kill closes the connection, which ends the read.
-		msg, err := w.conn.Run(context.Background(), code, out.add)
-		done <- outcome{msg, err}
+		msg, files, err := w.conn.Run(context.Background(), run, out.add)
+		done <- outcome{msg, files, err}
 	}()
 
 	var o outcome
@@ -73,7 +73,7 @@ func (s *Supervisor) call(ctx context.Context, w *worker, code string, limit *de
 			res.Status = Status(o.msg.Status)
 			res.ReturnValue, res.ReturnString = capReturnValue(o.msg.ReturnValue, o.msg.ReturnString, o.msg.ReturnCut, s.cfg.OutputLimit)
 			res.Error = capText(o.msg.Error, o.msg.ErrorCut, s.errorLimit(), "error")
-			return res, nil
+			return res, o.files, nil
 		}
 		o.err = fmt.Errorf("worker sent the unknown status %q", o.msg.Status)
 	}
@@ -89,19 +89,23 @@ func (s *Supervisor) call(ctx context.Context, w *worker, code string, limit *de
 	case errors.Is(cause, errMemory):
 		res.Error = fmt.Sprintf("MemoryError: the code used more than %s of memory and was killed with its worker", humanize.IBytes(uint64(s.cfg.MemoryLimit)))
 	case cause != nil && ctx.Err() != nil:
-		return res, fmt.Errorf("call cancelled: %w", context.Cause(ctx))
+		return res, bridge.Files{}, fmt.Errorf("call cancelled: %w", context.Cause(ctx))
 	case cause != nil:
-		return res, cause
+		return res, bridge.Files{}, cause
 	default:
 		res.Error = "RuntimeError: the Python worker stopped while running the code (" + crashReason(w, o.err) + ")"
+		// Whatever is left of it serves nothing more: a session sees it dead.
+		w.kill()
 	}
-	return res, nil
+	// The files of a run that was stopped are kept when it ended in time.
+	return res, o.files, nil
 }
 
 // outcome is how a run on a worker ended: its result frame, or why none came.
 type outcome struct {
-	msg bridge.Message
-	err error
+	msg   bridge.Message
+	files bridge.Files
+	err   error
 }
 
 // interruptEvery is how often an interrupt is repeated while the code has

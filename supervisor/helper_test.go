@@ -96,7 +96,7 @@ func serveUntilKilled() {
 	state := "idle"
 	if os.Getenv("HELPER_CALL") == "busy" {
 		started := make(chan struct{})
-		go s.Run(ctx, "print('started')\nwhile True: pass", func(Line) { close(started) })
+		go s.Exec(ctx, Request{Code: "print('started')\nwhile True: pass", OnLine: func(Line) { close(started) }})
 		<-started
 		state = "busy"
 	}

@@ -67,7 +67,7 @@ func TestWorkerImportsAndInstalls(t *testing.T) {
 	if err := w.conn.Install(ctx, []bridge.Wheel{wheel(t, "tinypkg", "1.0", "VALUE = 'from a wheel'\n")}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.call(ctx, w, "import tinypkg\ntinypkg.VALUE", &deadline{}, nil)
+	res, _, err := s.call(ctx, w, bridge.RunRequest{Code: "import tinypkg\ntinypkg.VALUE"}, &deadline{}, nil)
 	if err != nil || res.Status != StatusSuccess || string(res.ReturnValue) != `"from a wheel"` {
 		t.Errorf("after the install: %+v, %v", res, err)
 	}
@@ -84,7 +84,7 @@ func TestImportsOfCodeThatCannotBeParsed(t *testing.T) {
 			t.Errorf("Imports(%.20q...) = %q, %v; want none", code, missing, err)
 		}
 	}
-	if res, err := s.call(ctx, w, "1", &deadline{}, nil); err != nil || res.Status != StatusSuccess {
+	if res, _, err := s.call(ctx, w, bridge.RunRequest{Code: "1"}, &deadline{}, nil); err != nil || res.Status != StatusSuccess {
 		t.Errorf("run afterwards: %+v, %v", res, err)
 	}
 }
@@ -97,7 +97,7 @@ func TestInstallOfABrokenWheelFails(t *testing.T) {
 		t.Fatal("a broken wheel installed")
 	}
 	// The worker still runs code after a failed install.
-	if res, err := s.call(ctx, w, "1", &deadline{}, nil); err != nil || res.Status != StatusSuccess {
+	if res, _, err := s.call(ctx, w, bridge.RunRequest{Code: "1"}, &deadline{}, nil); err != nil || res.Status != StatusSuccess {
 		t.Errorf("run after a failed install: %+v, %v", res, err)
 	}
 }
@@ -109,10 +109,10 @@ func TestWaitingForAWorkerDoesNotCountAgainstTheInstall(t *testing.T) {
 	go func() {
 		defer close(busy)
 		// Holds the only worker for the whole time limit and the grace.
-		_, _ = s.Run(ctx, "while True:\n    pass", nil)
+		_, _ = s.Exec(ctx, Request{Code: "while True:\n    pass"})
 	}()
 	time.Sleep(200 * time.Millisecond) // let the loop take the worker first
-	res, err := s.Run(ctx, "import json\njson.dumps(1)", nil)
+	res, err := s.Exec(ctx, Request{Code: "import json\njson.dumps(1)"})
 	if err != nil || res.Status != StatusSuccess {
 		t.Errorf("a call that waited longer than its time limit for a worker: %+v, %v", res, err)
 	}

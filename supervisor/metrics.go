@@ -50,6 +50,7 @@ func newMetrics(s *Supervisor, reg prometheus.Registerer, log *zap.Logger) metri
 		workers("warm", func(h Health) int { return h.Warm }),
 		workers("busy", func(h Health) int { return h.Busy }),
 		workers("starting", func(h Health) int { return h.Starting }),
+		workers("session", func(h Health) int { return h.Sessions }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "mcp_run_python_calls_waiting",
 			Help: "Calls waiting for a worker.",

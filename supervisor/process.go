@@ -96,7 +96,17 @@ type workerInit struct {
 	MakeSnapshot bool   `json:"makeSnapshot,omitempty"`
 	OutputLimit  int    `json:"outputLimit,omitempty"`
 	ErrorLimit   int    `json:"errorLimit,omitempty"`
+	Session      bool   `json:"session,omitempty"`
 }
+
+// role is what a worker is started for.
+type role int
+
+const (
+	roleCall     role = iota // one call in a fresh interpreter, from the pool
+	roleSession              // the calls of a session, keeping their state
+	roleSnapshot             // making the memory snapshot
+)
 
 // policy is the sandbox of a worker: it reads the runtime files it needs and
 // reaches the bridge; its runner reaches the network only if allowed, and
@@ -126,12 +136,13 @@ func (s *Supervisor) policy(rt *runtimeFiles, makeSnapshot bool) permissions.Pol
 	return p
 }
 
-// spawn starts a worker and waits until it is connected and has loaded
+// spawn starts a worker for r and waits until it is connected and has loaded
 // Pyodide. A snapshot worker is returned once connected: it sends its
 // snapshot instead of a ready frame. denoDir is the worker's DENO_DIR; ""
 // gives it a private copy of the runtime's code cache, removed when it exits,
 // or none when there is no code cache.
-func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, makeSnapshot bool, denoDir string) (*worker, error) {
+func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDir string) (*worker, error) {
+	makeSnapshot := r == roleSnapshot
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
 	defer cancel()
 
@@ -157,7 +168,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, makeSnapshot b
 			_ = os.RemoveAll(private)
 		}
 	}
-	init := workerInit{Type: "init", Pyodide: rt.pyodide, MakeSnapshot: makeSnapshot, OutputLimit: s.cfg.OutputLimit, ErrorLimit: s.errorLimit()}
+	init := workerInit{Type: "init", Pyodide: rt.pyodide, MakeSnapshot: makeSnapshot, OutputLimit: s.cfg.OutputLimit, ErrorLimit: s.errorLimit(), Session: r == roleSession}
 	if !makeSnapshot {
 		init.Snapshot = rt.snapshot
 	}
@@ -226,12 +237,17 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, makeSnapshot b
 // connection. The runner cuts output and return value to the output limit
 // and error text to errorLimit, at least as much; JSON writes such text in
 // up to 6 bytes a byte (\u0001). An imports frame holds names from the
-// code. Without either limit, the bridge's own.
+// code, and a files frame one file. Without either limit, the bridge's own.
 func (s *Supervisor) servingReadLimit() int64 {
 	if s.cfg.OutputLimit <= 0 || s.cfg.CodeLimit <= 0 {
 		return s.bridgeReadLimit()
 	}
-	return int64(max(6*s.errorLimit(), 3*s.cfg.CodeLimit)) + 1<<20
+	limit := int64(max(6*s.errorLimit(), 3*s.cfg.CodeLimit)) + 1<<20
+	if len(s.watched()) > 0 {
+		// A changed file or a figure comes whole in one binary frame.
+		limit = max(limit, s.cfg.FilesLimit+1<<20)
+	}
+	return limit
 }
 
 // collectStderr logs what deno prints and keeps the last lines. User code

@@ -54,4 +54,48 @@ type Result struct {
 	// shows the string itself rather than its JSON form.
 	ReturnString bool
 	Error        string // the error text when Status is not StatusSuccess
+	// Files are what the call did under WorkDir, by path; empty unless
+	// Config.Files is set.
+	Files []File
+	// Figures are the images the call made.
+	Figures []Figure
+	// SessionLost reports that the call ended its session: its worker had
+	// to be killed, or crashed. Error says so too.
+	SessionLost bool
+}
+
+// Request is one call: its code, and what the code starts with.
+type Request struct {
+	Code string
+	// Globals is a JSON object whose entries become the code's globals
+	// before it runs (upstream's global_variables), or nil.
+	Globals json.RawMessage
+	// OnLine, if not nil, is called for each line the code prints, in
+	// order, before Run returns.
+	OnLine func(Line)
+}
+
+// WorkDir is the working directory of the code, in the interpreter's file
+// system: Pyodide's home. The files a call leaves there come back.
+const WorkDir = "/home/pyodide"
+
+// File is a file that a call created, changed or deleted under WorkDir.
+type File struct {
+	// Path is relative to WorkDir, with slashes.
+	Path string
+	Size int64
+	// Data is the file's bytes; nil for a deleted or omitted file.
+	Data []byte
+	// Deleted reports that the call deleted a file that was there before.
+	Deleted bool
+	// Omitted reports that the file was past Config.FilesLimit: only its
+	// size is known.
+	Omitted bool
+}
+
+// Figure is an image a call made: its last value's own image (the IPython
+// display protocol) or a matplotlib figure.
+type Figure struct {
+	MIMEType string // image/png, image/jpeg or image/svg+xml
+	Data     []byte
 }

@@ -277,7 +277,7 @@ func (s *Supervisor) makeSnapshot(ctx context.Context, rt *runtimeFiles, path, c
 		defer os.RemoveAll(tmp) // gone once renamed
 		denoDir = tmp
 	}
-	w, err := s.spawn(ctx, rt, true, denoDir)
+	w, err := s.spawn(ctx, rt, roleSnapshot, denoDir)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/js"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/mount"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 )
 
@@ -61,6 +62,17 @@ type Config struct {
 	StartTimeout time.Duration
 	// Metrics, if not nil, receives the supervisor's Prometheus metrics.
 	Metrics prometheus.Registerer
+
+	// Files returns the files a call leaves under WorkDir with its result.
+	Files bool
+	// FilesLimit bounds the bytes of the files a call sends back, returned
+	// or written back to a mount, and of its figures; 0 means
+	// DefaultFilesLimit.
+	FilesLimit int64
+	// Mounts are host folders whose files every interpreter starts with.
+	Mounts []mount.Mount
+	// MountLimits bound what a mount copies in; zero fields get defaults.
+	MountLimits mount.Limits
 }
 
 // Defaults of the fields of Config that are left zero.
@@ -68,6 +80,9 @@ const (
 	DefaultQueuePerWorker = 4 // Queue is this many times Workers
 	DefaultGrace          = 2 * time.Second
 	DefaultStartTimeout   = 60 * time.Second
+	DefaultFilesLimit     = 32 << 20
+	DefaultMountBytes     = 64 << 20
+	DefaultMountFiles     = 10_000
 )
 
 // WithDefaults returns c with the defaults of the fields left zero filled
@@ -86,6 +101,15 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.StartTimeout <= 0 {
 		c.StartTimeout = DefaultStartTimeout
+	}
+	if c.FilesLimit <= 0 {
+		c.FilesLimit = DefaultFilesLimit
+	}
+	if c.MountLimits.MaxBytes <= 0 {
+		c.MountLimits.MaxBytes = DefaultMountBytes
+	}
+	if c.MountLimits.MaxFiles <= 0 {
+		c.MountLimits.MaxFiles = DefaultMountFiles
 	}
 	return c
 }
@@ -113,6 +137,7 @@ type Health struct {
 	Busy     int // workers running a call
 	Starting int // workers booting
 	Waiting  int // calls waiting for a worker
+	Sessions int // workers of live sessions, outside the pool
 	// Ready reports that a call would get a warm worker at once.
 	Ready bool
 	// Err says why workers cannot be started, while none can.
@@ -141,6 +166,9 @@ type Supervisor struct {
 	pool     *pool
 	remaking atomic.Bool // the snapshot is being remade
 	memOnce  sync.Once   // the first worker's memory has been read
+
+	sessionsMu sync.Mutex
+	sessions   map[*Session]struct{} // live sessions
 }
 
 // errClosed is what calls get once Close has begun.
@@ -156,6 +184,8 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 		ctx:    ctx,
 		cancel: cancel,
 		prep:   make(chan struct{}, 1),
+
+		sessions: map[*Session]struct{}{},
 	}
 	s.metrics = newMetrics(s, cfg.Metrics, log)
 	s.launch = platformLauncher(cfg.MemoryLimit)
@@ -182,7 +212,7 @@ func (s *Supervisor) startWorker(ctx context.Context) (*worker, error) {
 			return nil, err
 		}
 	}
-	w, err := s.spawn(ctx, rt, false, "")
+	w, err := s.spawn(ctx, rt, roleCall, "")
 	if err != nil {
 		return nil, err
 	}
@@ -318,11 +348,21 @@ func (s *Supervisor) repair(ctx context.Context, broken *runtimeFiles, what stri
 	return rt, nil
 }
 
-// Run runs code in a fresh interpreter. onLine, if not nil, is called for each
-// line the code prints, in order, before Run returns. Failures of the code
-// itself, its time limit and crashes of its worker are reported in the Result;
-// the error is for calls that could not be run at all.
-func (s *Supervisor) Run(ctx context.Context, code string, onLine func(Line)) (res Result, err error) {
+// Run runs a call in a fresh interpreter. Failures of the code itself, its
+// time limit and crashes of its worker are reported in the Result; the
+// error is for calls that could not be run at all.
+func (s *Supervisor) Exec(ctx context.Context, req Request) (Result, error) {
+	return s.serve(ctx, req, nil)
+}
+
+// Run is Exec with the old signature, until the front end moves to Exec.
+// TODO(session): remove.
+func (s *Supervisor) Run(ctx context.Context, code string, onLine func(Line)) (Result, error) {
+	return s.serve(ctx, Request{Code: code, OnLine: onLine}, nil)
+}
+
+// serve runs a call in a fresh interpreter, or in ss's when ss is not nil.
+func (s *Supervisor) serve(ctx context.Context, req Request, ss *Session) (res Result, err error) {
 	start := time.Now()
 	defer func() {
 		status := string(res.Status)
@@ -332,6 +372,7 @@ func (s *Supervisor) Run(ctx context.Context, code string, onLine func(Line)) (r
 		s.metrics.calls.WithLabelValues(status).Inc()
 		s.metrics.duration.Observe(time.Since(start).Seconds())
 	}()
+	code, onLine := req.Code, req.OnLine
 	if s.cfg.CodeLimit > 0 && len(code) > s.cfg.CodeLimit {
 		return Result{}, fmt.Errorf("%w: %d bytes, over the limit of %d bytes (%s); send shorter code",
 			ErrCodeTooLarge, len(code), s.cfg.CodeLimit, humanize.IBytes(uint64(s.cfg.CodeLimit)))
@@ -348,21 +389,27 @@ func (s *Supervisor) Run(ctx context.Context, code string, onLine func(Line)) (r
 	limit := s.newDeadline(start)
 
 	// The files of a script's dependencies are ready before a worker is
-	// taken, so a failed install costs no interpreter.
+	// taken, so a failed install costs no interpreter. A session remembers
+	// what it has installed.
 	installed := map[string]bool{}
+	if ss != nil {
+		installed = ss.installed
+	}
 	fetchCtx, cancel := limit.context(ctx)
 	wheels, err := s.pkgs.files(fetchCtx, script, installed, onLine)
 	cancel()
 	if err != nil {
 		return s.installFailed(ctx, limit, phaseFetch, script, err, onLine)
 	}
-	waited := time.Now()
-	w, err := s.takeWorker(ctx)
-	if err != nil {
-		return Result{}, err
+	w := ss.worker()
+	if w == nil {
+		waited := time.Now()
+		if w, err = s.takeWorker(ctx); err != nil {
+			return Result{}, err
+		}
+		defer s.pool.retire(w)
+		limit.extend(time.Since(waited))
 	}
-	defer s.pool.retire(w)
-	limit.extend(time.Since(waited))
 	installCtx, cancel := limit.context(ctx)
 	defer cancel()
 	reqs := script
@@ -391,8 +438,20 @@ func (s *Supervisor) Run(ctx context.Context, code string, onLine func(Line)) (r
 			return s.installFailed(ctx, limit, phaseInstall, reqs, err, onLine)
 		}
 	}
-	res, err = s.call(ctx, w, code, limit, onLine)
+	if ss == nil || !ss.mounted {
+		if err := s.putMounts(installCtx, w); err != nil {
+			return Result{}, err
+		}
+		if ss != nil {
+			ss.mounted = true
+		}
+	}
+	run := bridge.RunRequest{Code: code, Globals: req.Globals, Watch: s.watched(), FilesLimit: s.cfg.FilesLimit}
+	res, files, err := s.call(ctx, w, run, limit, onLine)
 	res.Dependencies = reqs
+	if err == nil {
+		s.takeFiles(ctx, &res, files, onLine)
+	}
 	return res, err
 }
 
@@ -440,7 +499,11 @@ func (s *Supervisor) takeWorker(ctx context.Context) (*worker, error) {
 }
 
 // Health reports the pool's state, for readiness checks.
-func (s *Supervisor) Health() Health { return s.pool.health() }
+func (s *Supervisor) Health() Health {
+	h := s.pool.health()
+	h.Sessions = s.sessionCount()
+	return h
+}
 
 // PythonVersion returns the major.minor version of the Python that runs calls.
 func (s *Supervisor) PythonVersion() string { return s.python.Load().(string) }
@@ -450,6 +513,7 @@ func (s *Supervisor) PythonVersion() string { return s.python.Load().(string) }
 func (s *Supervisor) Close(ctx context.Context) error {
 	s.cancel()
 	s.pool.close()
+	s.closeSessions()
 	done := make(chan struct{})
 	go func() {
 		s.wg.Wait()

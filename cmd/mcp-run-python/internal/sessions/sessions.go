@@ -1,0 +1,274 @@
+// Package sessions keeps the Python sessions of the front end: who made
+// each one, how long it may sit idle, and how many may live at once. The
+// supervisor runs a session's interpreter; this package decides who may
+// reach it.
+//
+// A session id is a capability: 130 random bits. Each session also has an
+// owner, the client that made it (over stdio the one client; over HTTP its
+// MCP session, or its principal once there is authentication). A call from
+// anyone else gets the answer an unknown id gets, so an id that leaks to
+// another client tells it nothing. An owner of "" means that the id alone
+// is the capability: clients of the 2026-07-28 protocol, which has no
+// protocol sessions, on a server without authentication.
+package sessions
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
+	"go.uber.org/zap"
+
+	"github.com/mcp-run-python/mcp-run-python/supervisor"
+)
+
+// Interpreter is a session's interpreter: *supervisor.Session.
+type Interpreter interface {
+	Run(ctx context.Context, req supervisor.Request) (supervisor.Result, error)
+	Close()
+}
+
+// Starter starts an interpreter for a new session.
+type Starter func(ctx context.Context) (Interpreter, error)
+
+// Config bounds the sessions.
+type Config struct {
+	// Idle is how long a session may go without a call before it ends.
+	Idle time.Duration
+	// Max is how many sessions may live at once, all owners together:
+	// each holds a worker and its memory.
+	Max int
+	// OnEnd, if not nil, is called with the id of each session that ends,
+	// however it ends, to free what belongs to it (its files).
+	OnEnd func(id string)
+}
+
+// Errors of calls that name a session they cannot use. Each is wrapped in
+// an error that names the session and says what to do.
+var (
+	ErrTooMany = errors.New("too many sessions")
+	ErrUnknown = errors.New("unknown session")
+	ErrExpired = errors.New("session expired")
+	ErrClosed  = errors.New("session closed")
+	ErrLost    = errors.New("session lost")
+)
+
+// Registry holds the live sessions, and for a while the ids of ended ones,
+// so that their owners learn why an id no longer works.
+type Registry struct {
+	cfg   Config
+	start Starter
+	log   *zap.Logger
+
+	mu       sync.Mutex
+	live     map[string]*session
+	starting int // slots taken by sessions whose interpreter is starting
+	closed   bool
+	// ended remembers why recent sessions ended, by id. Bounded in number
+	// and age: past either, an ended id is merely unknown.
+	ended *expirable.LRU[string, ending]
+}
+
+type session struct {
+	id, owner string
+	in        Interpreter
+	busy      int         // calls running
+	timer     *time.Timer // ends the session when idle
+}
+
+type ending struct {
+	owner string
+	why   error
+}
+
+// Bounds of the memory of ended sessions.
+const (
+	maxEnded = 10_000
+	endedTTL = 24 * time.Hour
+)
+
+// New returns a registry that starts interpreters with start.
+func New(cfg Config, start Starter, log *zap.Logger) *Registry {
+	return &Registry{
+		cfg:   cfg,
+		start: start,
+		log:   log,
+		live:  map[string]*session{},
+		ended: expirable.NewLRU[string, ending](maxEnded, nil, endedTTL),
+	}
+}
+
+// Create starts a session for owner and returns its id.
+func (r *Registry) Create(ctx context.Context, owner string) (string, error) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return "", errors.New("cannot create a session: the server is shutting down")
+	}
+	if len(r.live)+r.starting >= r.cfg.Max {
+		r.mu.Unlock()
+		return "", fmt.Errorf("%w: cannot create a session: the server already runs its maximum of %d (--max-sessions); close one with close_session, or wait for an idle one to expire", ErrTooMany, r.cfg.Max)
+	}
+	r.starting++
+	r.mu.Unlock()
+
+	in, err := r.start(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.starting--
+	if err != nil {
+		return "", fmt.Errorf("cannot create a session: %w", err)
+	}
+	if r.closed {
+		in.Close()
+		return "", errors.New("cannot create a session: the server is shutting down")
+	}
+	// Lower case: a URI host (session://{id}/...) may be lowered on its way.
+	s := &session{id: strings.ToLower(rand.Text()), owner: owner, in: in}
+	s.timer = time.AfterFunc(r.cfg.Idle, func() { r.expire(s) })
+	r.live[s.id] = s
+	return s.id, nil
+}
+
+// Run runs req in owner's session id. A session whose state was lost ends,
+// and says so to this call and every later one.
+func (r *Registry) Run(ctx context.Context, owner, id string, req supervisor.Request) (supervisor.Result, error) {
+	s, err := r.take(owner, id)
+	if err != nil {
+		return supervisor.Result{}, err
+	}
+	res, err := s.in.Run(ctx, req)
+	r.mu.Lock()
+	s.busy--
+	if r.live[id] == s {
+		s.timer.Reset(r.cfg.Idle)
+	}
+	r.mu.Unlock()
+	switch {
+	case errors.Is(err, supervisor.ErrSessionLost):
+		err = fmt.Errorf("%w: session %s: %w; create a new session with create_session", ErrLost, id, err)
+		r.end(s, err)
+	case res.SessionLost:
+		r.end(s, fmt.Errorf("%w: session %s lost its state: its worker was stopped during a call; create a new session with create_session", ErrLost, id))
+	}
+	return res, err
+}
+
+// Check reports whether owner may use session id, with the error a call
+// would get.
+func (r *Registry) Check(owner, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, err := r.find(owner, id)
+	return err
+}
+
+// take finds owner's session id and marks it busy, so that it does not
+// expire under a call.
+func (r *Registry) take(owner, id string) (*session, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, err := r.find(owner, id)
+	if err != nil {
+		return nil, err
+	}
+	s.busy++
+	s.timer.Stop()
+	return s, nil
+}
+
+// find returns owner's live session id, or the error that explains why
+// there is none. r.mu must be held.
+func (r *Registry) find(owner, id string) (*session, error) {
+	if s, ok := r.live[id]; ok && visible(s.owner, owner) {
+		return s, nil
+	}
+	if e, ok := r.ended.Peek(id); ok && visible(e.owner, owner) {
+		return nil, e.why
+	}
+	return nil, fmt.Errorf("%w %q: no session of yours has this id; create one with create_session", ErrUnknown, id)
+}
+
+// visible reports whether a session of owner may be used by caller.
+func visible(owner, caller string) bool { return owner == "" || owner == caller }
+
+// Close ends owner's session id.
+func (r *Registry) Close(owner, id string) error {
+	r.mu.Lock()
+	s, err := r.find(owner, id)
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	r.end(s, fmt.Errorf("%w: session %s was closed with close_session; create a new one", ErrClosed, id))
+	return nil
+}
+
+// CloseOwner ends every session of owner: its MCP session ended.
+func (r *Registry) CloseOwner(owner string) {
+	r.mu.Lock()
+	var mine []*session
+	for _, s := range r.live {
+		if s.owner == owner && owner != "" {
+			mine = append(mine, s)
+		}
+	}
+	r.mu.Unlock()
+	for _, s := range mine {
+		r.end(s, fmt.Errorf("%w: session %s ended with the MCP session that made it", ErrClosed, s.id))
+	}
+}
+
+// expire ends s if it is still idle.
+func (r *Registry) expire(s *session) {
+	r.mu.Lock()
+	idle := r.live[s.id] == s && s.busy == 0
+	r.mu.Unlock()
+	if idle {
+		r.end(s, fmt.Errorf("%w: session %s expired after %s without a call; its state is gone: create a new session", ErrExpired, s.id, r.cfg.Idle))
+	}
+}
+
+// end forgets s, remembering why for its owner, and stops its interpreter.
+func (r *Registry) end(s *session, why error) {
+	r.mu.Lock()
+	if r.live[s.id] != s {
+		r.mu.Unlock()
+		return
+	}
+	delete(r.live, s.id)
+	s.timer.Stop()
+	r.ended.Add(s.id, ending{owner: s.owner, why: why})
+	r.mu.Unlock()
+	s.in.Close()
+	if r.cfg.OnEnd != nil {
+		r.cfg.OnEnd(s.id)
+	}
+	r.log.Debug("session ended", zap.String("session", s.id), zap.Error(why))
+}
+
+// Len is the number of live sessions, for a metric.
+func (r *Registry) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.live)
+}
+
+// Shutdown ends every session; no new one starts.
+func (r *Registry) Shutdown() {
+	r.mu.Lock()
+	r.closed = true
+	all := make([]*session, 0, len(r.live))
+	for _, s := range r.live {
+		all = append(all, s)
+	}
+	r.mu.Unlock()
+	for _, s := range all {
+		r.end(s, fmt.Errorf("%w: the server shut down", ErrClosed))
+	}
+}

@@ -1,0 +1,136 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.uber.org/zap"
+)
+
+// ErrSessionLost is what the calls of a session get once its worker is gone:
+// killed at a limit, crashed, or closed. It wraps why.
+var ErrSessionLost = errors.New("the session's state was lost")
+
+// Session is an interpreter that keeps its state between calls: globals,
+// imports, installed packages and files. It has a worker of its own,
+// outside the pool, so sessions never take the fresh interpreters calls
+// need. Its calls run one at a time.
+//
+// Who may use a session, and for how long, is the front end's business:
+// the supervisor only runs it.
+type Session struct {
+	s    *Supervisor
+	turn chan struct{} // held by the running call
+
+	// Guarded by turn.
+	w         *worker
+	installed map[string]bool // package files installed so far
+	mounted   bool            // the mounts have been put
+	lost      error           // why the worker is gone, once it is
+}
+
+// NewSession starts a session's worker and returns once it is ready.
+func (s *Supervisor) NewSession(ctx context.Context) (*Session, error) {
+	rt, err := s.ensure(ctx, func(step string) { s.log.Info(step) })
+	if err != nil {
+		return nil, err
+	}
+	if what := rt.missing(); what != "" {
+		if rt, err = s.repair(ctx, rt, what); err != nil {
+			return nil, err
+		}
+	}
+	w, err := s.spawn(ctx, rt, roleSession, "")
+	if err != nil {
+		return nil, fmt.Errorf("start the session's worker: %w", err)
+	}
+	ss := &Session{s: s, turn: make(chan struct{}, 1), w: w, installed: map[string]bool{}}
+	s.sessionsMu.Lock()
+	defer s.sessionsMu.Unlock()
+	if s.ctx.Err() != nil {
+		w.kill()
+		return nil, errClosed
+	}
+	s.sessions[ss] = struct{}{}
+	return ss, nil
+}
+
+// worker returns the session's worker, or nil for no session: a call
+// then takes a fresh one.
+func (ss *Session) worker() *worker {
+	if ss == nil {
+		return nil
+	}
+	return ss.w
+}
+
+// Run runs a call in the session. A call stopped at its time limit that
+// ends within the grace keeps the session; one whose worker had to be
+// killed (time, memory) or crashed ends it, says so in its result, and
+// every later call fails with ErrSessionLost.
+func (ss *Session) Run(ctx context.Context, req Request) (Result, error) {
+	select {
+	case ss.turn <- struct{}{}:
+	case <-ctx.Done():
+		return Result{}, fmt.Errorf("waiting for the session's previous call: %w", context.Cause(ctx))
+	}
+	defer func() { <-ss.turn }()
+	if ss.lost == nil && ss.w.dead() {
+		ss.lost = fmt.Errorf("its worker ended while idle (%s)", ss.w.exitStatus())
+	}
+	if ss.lost != nil {
+		return Result{}, fmt.Errorf("%w: %w", ErrSessionLost, ss.lost)
+	}
+	res, err := ss.s.serve(ctx, req, ss)
+	if ss.w.dead() || err != nil && ss.s.ctx.Err() != nil {
+		ss.lost = errors.New("its worker was stopped during a call")
+		res.SessionLost = true
+		if res.Status == StatusRunError {
+			res.Error += "\n[the session's state was lost: its worker was stopped; create a new session]\n"
+		}
+		ss.end()
+	}
+	return res, err
+}
+
+// Close ends the session and its worker. A call running in it is stopped.
+func (ss *Session) Close() {
+	ss.end()
+}
+
+// end kills the worker and forgets the session; it may run more than once.
+func (ss *Session) end() {
+	s := ss.s
+	s.sessionsMu.Lock()
+	_, live := s.sessions[ss]
+	delete(s.sessions, ss)
+	s.sessionsMu.Unlock()
+	if live {
+		ss.w.kill()
+		s.log.Debug("session ended", zap.Int("pid", ss.w.proc.Pid()))
+	}
+}
+
+// closeSessions ends every session, when the supervisor closes.
+func (s *Supervisor) closeSessions() {
+	s.sessionsMu.Lock()
+	all := make([]*Session, 0, len(s.sessions))
+	for ss := range s.sessions {
+		all = append(all, ss)
+	}
+	s.sessionsMu.Unlock()
+	var wg sync.WaitGroup
+	for _, ss := range all {
+		wg.Go(ss.end)
+	}
+	wg.Wait()
+}
+
+// sessionCount is the number of live sessions, for Health.
+func (s *Supervisor) sessionCount() int {
+	s.sessionsMu.Lock()
+	defer s.sessionsMu.Unlock()
+	return len(s.sessions)
+}
