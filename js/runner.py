@@ -10,6 +10,7 @@ import dataclasses
 import datetime
 import decimal
 import enum
+import importlib.abc
 import importlib.util
 import inspect
 import io
@@ -25,9 +26,21 @@ from collections.abc import Coroutine
 from pyodide.code import CodeRunner, find_imports
 from pyodide.ffi import JsNull
 
-# matplotlib, when a call imports it, draws off screen: figures come back as
-# images (take_figures) rather than waiting for a display there is none of.
-os.environ.setdefault('MPLBACKEND', 'Agg')
+
+
+class _OffScreen(importlib.abc.MetaPathFinder):
+    """Makes matplotlib, when a call first imports it, draw off screen with
+    Agg: figures come back as images (take_figures) rather than wait for a
+    display there is none of. Set only then, so the environment of code
+    that never imports matplotlib is what it always was."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name == 'matplotlib':
+            os.environ.setdefault('MPLBACKEND', 'Agg')
+            sys.meta_path.remove(self)
+
+
+sys.meta_path.insert(0, _OffScreen())
 
 # Frames of Pyodide's own machinery and of this module: users never see them.
 # The same pattern upstream applies to the traceback text, so the text matches.

@@ -24,6 +24,10 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/config"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcpserver"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/service"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/transport"
 	"github.com/mcp-run-python/mcp-run-python/supervisor"
 )
 
@@ -37,33 +41,14 @@ const (
 // How long the engine gets to stop when the program ends.
 const engineCloseTimeout = 10 * time.Second
 
-// warmupCheckCode is the script warmup runs to check the whole path.
-const warmupCheckCode = `import sys
-print(f'Python {sys.version.split()[0]} is ready')
-1 + 1
-`
-
-// exampleCode is the demo script of the example mode; it needs nothing but
-// the standard library.
-const exampleCode = `import json
-import statistics
-
-temperatures = [21.5, 23.0, 19.8, 25.1, 22.4]
-print(f'mean temperature: {statistics.mean(temperatures):.2f}')
-json.loads(json.dumps({
-    'median': statistics.median(temperatures),
-    'stdev': round(statistics.stdev(temperatures), 3),
-    'warmest': max(temperatures),
-}))
-`
-
 func main() {
-	program := func(ctx context.Context, extraArgs []string, std streams) int {
-		return run(ctx, slices.Concat(os.Args[1:], extraArgs), std, OSEnvironment(), newSupervisor)
+	program := func(ctx context.Context, extraArgs []string, stdin io.Reader, stdout, stderr io.Writer) int {
+		return run(ctx, slices.Concat(os.Args[1:], extraArgs), streams{in: stdin, out: stdout, err: stderr},
+			config.OSEnvironment(), newSupervisor)
 	}
 	// Started by Windows' Service Control Manager, the program stops on its
-	// requests rather than on the signals below (service_windows.go says why).
-	if status, ok := runAsService(program); ok {
+	// requests rather than on the signals below (package service says why).
+	if status, ok := service.Run(program); ok {
 		os.Exit(status)
 	}
 	// On Windows, which has no kill -TERM, Go delivers Ctrl-C and Ctrl-Break
@@ -87,19 +72,14 @@ func main() {
 	// defines syscall.SIGPIPE there only for portable code like this line,
 	// which does nothing there.
 	signal.Ignore(syscall.SIGPIPE)
-	status := program(ctx, nil, streams{in: os.Stdin, out: os.Stdout, err: os.Stderr})
+	status := program(ctx, nil, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(status)
 }
 
-// programFunc runs the program with the command line's arguments followed
-// by extraArgs, and returns its exit status. main runs it as a console
-// program or hands it to runAsService.
-type programFunc func(ctx context.Context, extraArgs []string, std streams) int
-
 // engine is what the program needs of the supervisor.
 type engine interface {
-	runner
+	mcpserver.Runner
 	// Start prepares and warms the pool in the background and returns at once.
 	Start(ctx context.Context)
 	// Warmup prepares everything a first call needs, reporting each step.
@@ -128,19 +108,19 @@ type streams struct {
 
 // run is the program: it parses args, dispatches on the mode and returns the
 // exit status.
-func run(ctx context.Context, args []string, std streams, env Environment, newEngine newEngineFunc) int {
-	cfg, err := ParseConfig(args, env)
+func run(ctx context.Context, args []string, std streams, env config.Environment, newEngine newEngineFunc) int {
+	cfg, err := config.Parse(args, env)
 	if err != nil {
-		fmt.Fprintf(std.err, "mcp-run-python: %v\n\n%s", err, usageText())
+		fmt.Fprintf(std.err, "mcp-run-python: %v\n\n%s", err, config.Usage())
 		return exitUsage
 	}
 	build := binaryVersion()
 	switch {
 	case cfg.Help:
-		fmt.Fprint(std.out, usageText())
+		fmt.Fprint(std.out, config.Usage())
 		return exitOK
 	case cfg.Version:
-		fmt.Fprint(std.out, build.text())
+		fmt.Fprint(std.out, build.Text())
 		return exitOK
 	}
 
@@ -148,7 +128,7 @@ func run(ctx context.Context, args []string, std streams, env Environment, newEn
 	defer func() { _ = log.Sync() }()
 	// One registry per process: the supervisor registers its metrics in it,
 	// and the HTTP modes serve it at /metrics.
-	metrics := newMetricsRegistry()
+	metrics := transport.NewMetricsRegistry()
 	cfg.Supervisor.Metrics = metrics
 	eng := newEngine(cfg.Supervisor, log)
 	defer func() {
@@ -160,9 +140,9 @@ func run(ctx context.Context, args []string, std streams, env Environment, newEn
 	}()
 
 	switch cfg.Mode {
-	case ModeWarmup:
+	case config.ModeWarmup:
 		return warmup(ctx, eng, std.err, build.Version)
-	case ModeExample:
+	case config.ModeExample:
 		return example(ctx, eng, std, build.Version)
 	}
 
@@ -173,18 +153,20 @@ func run(ctx context.Context, args []string, std streams, env Environment, newEn
 		defer close(started)
 		eng.Start(ctx)
 	}()
-	o := serverOptions{
-		Version:    build.Version,
-		Runner:     eng,
-		ReturnMode: cfg.ReturnMode,
-		Log:        log,
-		CodeLimit:  cfg.Supervisor.CodeLimit,
-		Limits:     &cfg.Limits,
-		// Cancelled code gets the supervisor's grace to stop before its
-		// worker is killed, and then a moment to report.
-		Calls: newCallGate(cfg.ShutdownTimeout, cfg.Supervisor.CancelWait()),
+	o := transport.Options{
+		Options: mcpserver.Options{
+			Version:    build.Version,
+			Runner:     eng,
+			ReturnMode: cfg.ReturnMode,
+			Log:        log,
+			// Cancelled code gets the supervisor's grace to stop before its
+			// worker is killed, and then a moment to report.
+			Calls: mcpserver.NewCallGate(cfg.ShutdownTimeout, cfg.Supervisor.CancelWait()),
+		},
+		CodeLimit: cfg.Supervisor.CodeLimit,
+		Limits:    &cfg.Limits,
 	}
-	p := probes{health: eng.Health, metrics: metrics, calls: o.Calls, log: log}
+	p := transport.Probes{Health: eng.Health, Metrics: metrics, Calls: o.Calls, Log: log}
 	err = serve(ctx, cfg, o, p, std)
 	select {
 	case <-started:
@@ -200,69 +182,30 @@ func run(ctx context.Context, args []string, std streams, env Environment, newEn
 
 // serve serves MCP in one of the server modes until ctx is done (or, for
 // stdio, until stdin ends); the HTTP modes serve p's endpoints too.
-func serve(ctx context.Context, cfg Config, o serverOptions, p probes, std streams) error {
-	if cfg.Mode == ModeStdio {
-		return serveStdio(ctx, o, cfg.Supervisor.Workers, std.in, std.out)
+func serve(ctx context.Context, cfg config.Config, o transport.Options, p transport.Probes, std streams) error {
+	var kind transport.Kind
+	switch cfg.Mode {
+	case config.ModeStdio:
+		return transport.ServeStdio(ctx, o, cfg.Supervisor.Workers, std.in, std.out)
+	case config.ModeSSE:
+		kind = transport.SSE
+	case config.ModeStreamableHTTP:
+		kind = transport.StreamableHTTP
+	case config.ModeStreamableHTTPStateless:
+		kind = transport.StreamableHTTPStateless
 	}
-	fe, err := newHTTPFrontEnd(cfg.Mode, o)
+	fe, err := transport.NewHTTPFrontEnd(kind, o)
 	if err != nil {
-		return err
+		return fmt.Errorf("mode %q: %w", cfg.Mode, err)
 	}
-	fe.handler = p.handler(fe.handler)
+	fe.AddProbes(p)
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	path := streamablePath
-	if cfg.Mode == ModeSSE {
-		path = sseStreamPath
-	}
-	fmt.Fprintf(std.err, "mcp-run-python %s: serving %s at http://%s%s\n", o.Version, cfg.Mode, ln.Addr(), path)
-	return serveHTTP(ctx, ln, fe, o.Log)
-}
-
-// warmup prepares the runtime, runs a check script and reports on stderr.
-func warmup(ctx context.Context, eng engine, stderr io.Writer, version string) int {
-	fmt.Fprintf(stderr, "Warming up MCP Run Python version %s...\n", version)
-	if err := eng.Warmup(ctx, func(step string) { fmt.Fprintln(stderr, step) }); err != nil {
-		fmt.Fprintf(stderr, "warmup failed: %v\n", err)
-		return exitFailure
-	}
-	res, err := eng.Run(ctx, warmupCheckCode, nil)
-	if err != nil {
-		fmt.Fprintf(stderr, "warmup check failed: %v\n", err)
-		return exitFailure
-	}
-	fmt.Fprintf(stderr, "Check result:\n%s\n", renderXML(res))
-	if res.Status != supervisor.StatusSuccess {
-		fmt.Fprintln(stderr, "warmup check failed")
-		return exitFailure
-	}
-	fmt.Fprintln(stderr, "warmup successful")
-	return exitOK
-}
-
-// example runs the demo script through the whole path: printed lines go to
-// stderr as they come, the rendered result to stdout.
-func example(ctx context.Context, eng engine, std streams, version string) int {
-	fmt.Fprintf(std.err, "Running example script for MCP Run Python version %s...\n", version)
-	if err := eng.Warmup(ctx, func(step string) { fmt.Fprintln(std.err, step) }); err != nil {
-		fmt.Fprintf(std.err, "warmup failed: %v\n", err)
-		return exitFailure
-	}
-	res, err := eng.Run(ctx, exampleCode, func(line supervisor.Line) {
-		fmt.Fprintf(std.err, "%s: %s\n", lineLevel(line), line.Text)
-	})
-	if err != nil {
-		fmt.Fprintf(std.err, "example failed: %v\n", err)
-		return exitFailure
-	}
-	fmt.Fprintf(std.out, "Tool return value:\n%s\n", renderXML(res))
-	if res.Status != supervisor.StatusSuccess {
-		return exitFailure
-	}
-	return exitOK
+	fmt.Fprintf(std.err, "mcp-run-python %s: serving %s at http://%s%s\n", o.Version, cfg.Mode, ln.Addr(), kind.Path())
+	return transport.ServeHTTP(ctx, ln, fe, o.Log)
 }
 
 // newLogger returns the program's own log, human-readable, on w (stderr).

@@ -12,16 +12,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
+	clienttransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/config"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcptest"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/render"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/transport"
 	"github.com/mcp-run-python/mcp-run-python/supervisor"
 )
 
-// fakeEngine is an engine around a fakeRunner.
+// fakeEngine is an engine around a mcptest.FakeRunner.
 type fakeEngine struct {
-	fakeRunner
+	mcptest.FakeRunner
+	mcptest.FakeHealth
 	warmupErr error
 	result    *supervisor.Result // when set, what Run returns
 	// startGate, when not nil, makes Start wait until it is closed.
@@ -31,23 +36,9 @@ type fakeEngine struct {
 	cfg    supervisor.Config
 	codes  []string
 	closed bool
-	health supervisor.Health
 	// onNew, when not nil, is called with the configuration when the
 	// program makes the engine.
 	onNew func(cfg supervisor.Config)
-}
-
-func (e *fakeEngine) Health() supervisor.Health {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.health
-}
-
-// setHealth sets what Health reports.
-func (e *fakeEngine) setHealth(h supervisor.Health) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.health = h
 }
 
 func (e *fakeEngine) Start(context.Context) {
@@ -74,7 +65,7 @@ func (e *fakeEngine) Run(ctx context.Context, code string, onLine func(superviso
 		}
 		return *e.result, nil
 	}
-	return e.fakeRunner.Run(ctx, code, onLine)
+	return e.FakeRunner.Run(ctx, code, onLine)
 }
 
 func (e *fakeEngine) Close(context.Context) error {
@@ -104,6 +95,17 @@ func (e *fakeEngine) factory() newEngineFunc {
 	}
 }
 
+// testEnv is an environment with deno on PATH and a cache directory, and
+// none of the program's variables set.
+func testEnv() config.Environment {
+	return config.Environment{
+		LookupEnv:    func(string) (string, bool) { return "", false },
+		LookPath:     func(string) (string, error) { return "/usr/bin/deno", nil },
+		UserCacheDir: func() (string, error) { return "/home/u/.cache", nil },
+		UserHomeDir:  func() (string, error) { return "/home/u", nil },
+	}
+}
+
 // runResult is what run printed and returned.
 type runResult struct {
 	code   int
@@ -115,8 +117,8 @@ type runResult struct {
 func runProgram(t *testing.T, args []string, e *fakeEngine) runResult {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := run(testContext(t), args, streams{in: strings.NewReader(""), out: &lockedBuffer{b: &stdout}, err: &lockedBuffer{b: &stderr}},
-		standardEnv().environment(), e.factory())
+	code := run(mcptest.Context(t), args, streams{in: strings.NewReader(""), out: &lockedBuffer{b: &stdout}, err: &lockedBuffer{b: &stderr}},
+		testEnv(), e.factory())
 	return runResult{code, stdout.String(), stderr.String()}
 }
 
@@ -134,7 +136,7 @@ func TestRunArguments(t *testing.T) {
 		{name: "unknown mode", args: []string{"serve"}, code: exitUsage, stderrHas: `unknown mode "serve"`, checkExact: true},
 		{name: "unknown flag", args: []string{"stdio", "--nope"}, code: exitUsage, stderrHas: "unknown flag: --nope", checkExact: true},
 		{name: "bad value", args: []string{"--timeout", "x", "stdio"}, code: exitUsage, stderrHas: "Usage:", checkExact: true},
-		{name: "version", args: []string{"--version"}, code: exitOK, stdout: "mcp-run-python " + buildVersion() + "\n", checkExact: true},
+		{name: "version", args: []string{"--version"}, code: exitOK, stdout: "mcp-run-python " + binaryVersion().Version + "\n", checkExact: true},
 		{name: "help", args: []string{"--help"}, code: exitOK, stdoutHas: "Usage: mcp-run-python [flags] MODE"},
 	}
 	for _, tt := range tests {
@@ -164,11 +166,11 @@ func TestRunWarmup(t *testing.T) {
 		code      int
 		stderrHas []string
 	}{
-		{"success", &fakeEngine{fakeRunner: fakeRunner{lines: 1}}, exitOK,
+		{"success", &fakeEngine{FakeRunner: mcptest.FakeRunner{Lines: 1}}, exitOK,
 			[]string{"step one\nstep two\n", "<status>success</status>", "warmup successful"}},
 		{"warmup fails", &fakeEngine{warmupErr: errors.New("no deno")}, exitFailure,
 			[]string{"warmup failed: no deno"}},
-		{"check cannot run", &fakeEngine{fakeRunner: fakeRunner{runErr: errors.New("boom")}}, exitFailure,
+		{"check cannot run", &fakeEngine{FakeRunner: mcptest.FakeRunner{RunErr: errors.New("boom")}}, exitFailure,
 			[]string{"warmup check failed: boom"}},
 		{"check fails", &fakeEngine{result: &failed}, exitFailure,
 			[]string{"<status>run-error</status>", "warmup check failed"}},
@@ -196,7 +198,7 @@ func TestRunWarmup(t *testing.T) {
 
 func TestRunExample(t *testing.T) {
 	ok := supervisor.Result{Status: supervisor.StatusSuccess, Output: []string{"mean temperature: 22.36"},
-		ReturnValue: raw("{\n  \"median\": 22.4\n}")}
+		ReturnValue: json.RawMessage("{\n  \"median\": 22.4\n}")}
 	bad := supervisor.Result{Status: supervisor.StatusRunError, Output: []string{"partial"}, Error: "ImportError"}
 	for _, tt := range []struct {
 		name string
@@ -212,7 +214,7 @@ func TestRunExample(t *testing.T) {
 			if got.code != tt.code {
 				t.Errorf("exit %d, want %d", got.code, tt.code)
 			}
-			if want := "Tool return value:\n" + renderXML(tt.res) + "\n"; got.stdout != want {
+			if want := "Tool return value:\n" + render.XML(tt.res) + "\n"; got.stdout != want {
 				t.Errorf("stdout %q, want %q", got.stdout, want)
 			}
 			if want := "info: " + tt.res.Output[0] + "\n"; !strings.Contains(got.stderr, want) {
@@ -229,7 +231,7 @@ func TestRunExample(t *testing.T) {
 // whose Start does not return: initialize and a call are still answered, and
 // stdout carries nothing but JSON-RPC messages.
 func TestRunStdioAnswersAtOnce(t *testing.T) {
-	e := &fakeEngine{fakeRunner: fakeRunner{lines: 3}, startGate: make(chan struct{})}
+	e := &fakeEngine{FakeRunner: mcptest.FakeRunner{Lines: 3}, startGate: make(chan struct{})}
 	clientIn, serverOut := io.Pipe()
 	serverIn, clientOut := io.Pipe()
 	var wire bytes.Buffer // everything the program wrote to stdout
@@ -238,14 +240,14 @@ func TestRunStdioAnswersAtOnce(t *testing.T) {
 	go func() {
 		code := run(context.Background(), []string{"stdio", "--workers", "3"},
 			streams{in: serverIn, out: io.MultiWriter(serverOut, &lockedBuffer{b: &wire}), err: &lockedBuffer{b: &stderr}},
-			standardEnv().environment(), e.factory())
+			testEnv(), e.factory())
 		_ = serverOut.Close()
 		exited <- code
 	}()
-	c := newTestClient(t, transport.NewIO(clientIn, clientOut, io.NopCloser(strings.NewReader(""))), legacy)
-	c.setLevel(t, mcp.LoggingLevelInfo)
-	text, isError, err := c.call(testContext(t), map[string]any{codeArgument: "hi"})
-	if err != nil || isError || text != expectedXML("hi", 3) {
+	c := mcptest.NewClient(t, clienttransport.NewIO(clientIn, clientOut, io.NopCloser(strings.NewReader(""))), mcptest.Legacy)
+	c.SetLogLevel(t, mcp.LoggingLevelInfo)
+	text, isError, err := c.Call(mcptest.Context(t), map[string]any{mcptest.CodeArgument: "hi"})
+	if err != nil || isError || text != mcptest.ExpectedXML("hi", 3) {
 		t.Fatalf("call: err %v, isError %v, %q", err, isError, text)
 	}
 	close(e.startGate)
@@ -255,7 +257,7 @@ func TestRunStdioAnswersAtOnce(t *testing.T) {
 		if code != exitOK {
 			t.Errorf("exit %d, stderr %q", code, stderr.String())
 		}
-	case <-testContext(t).Done():
+	case <-mcptest.Context(t).Done():
 		t.Fatal("program did not stop at the end of stdin")
 	}
 	if e.cfg.Workers != 3 || !e.closed {
@@ -275,12 +277,12 @@ func TestRunStdioAnswersAtOnce(t *testing.T) {
 // TestRunHTTPStopsOnSignal serves each HTTP mode on a free port, makes a
 // call, and stops when the context ends, as on SIGINT or SIGTERM.
 func TestRunHTTPStopsOnSignal(t *testing.T) {
-	for _, mode := range []Mode{ModeStreamableHTTP, ModeStreamableHTTPStateless, ModeSSE} {
+	for _, mode := range []config.Mode{config.ModeStreamableHTTP, config.ModeStreamableHTTPStateless, config.ModeSSE} {
 		t.Run(string(mode), func(t *testing.T) {
-			e := &fakeEngine{fakeRunner: fakeRunner{lines: 2}}
+			e := &fakeEngine{FakeRunner: mcptest.FakeRunner{Lines: 2}}
 			p := startProgram(t, mode, e)
 			c := p.connect(t)
-			if text, isError, err := c.call(testContext(t), map[string]any{codeArgument: "net"}); err != nil || isError || text != expectedXML("net", 2) {
+			if text, isError, err := c.Call(mcptest.Context(t), map[string]any{mcptest.CodeArgument: "net"}); err != nil || isError || text != mcptest.ExpectedXML("net", 2) {
 				t.Fatalf("call: err %v, isError %v, %q", err, isError, text)
 			}
 			p.stop()
@@ -296,7 +298,7 @@ func TestRunHTTPStopsOnSignal(t *testing.T) {
 
 // program is the program running in a server mode under test.
 type program struct {
-	mode   Mode
+	mode   config.Mode
 	stop   context.CancelFunc // what SIGINT or SIGTERM do
 	stderr *lineLog
 	url    string // HTTP modes: the base URL, http://host:port
@@ -312,7 +314,7 @@ type program struct {
 
 // startProgram runs the program in mode with a fake engine and flags; HTTP
 // modes listen on a free port. The test's cleanup stops it.
-func startProgram(t *testing.T, mode Mode, e *fakeEngine, flags ...string) *program {
+func startProgram(t *testing.T, mode config.Mode, e *fakeEngine, flags ...string) *program {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
 	p := &program{mode: mode, stop: stop, stderr: newLineLog(), exited: make(chan int, 1)}
@@ -320,7 +322,7 @@ func startProgram(t *testing.T, mode Mode, e *fakeEngine, flags ...string) *prog
 	go p.stderr.read(stderrR)
 	std := streams{in: strings.NewReader(""), out: io.Discard, err: stderrW}
 	var serverOut *io.PipeWriter
-	if mode == ModeStdio {
+	if mode == config.ModeStdio {
 		var serverIn io.Reader
 		p.clientIn, serverOut = io.Pipe()
 		serverIn, p.clientOut = io.Pipe()
@@ -328,7 +330,7 @@ func startProgram(t *testing.T, mode Mode, e *fakeEngine, flags ...string) *prog
 	}
 	args := append(append([]string{}, flags...), "--port", "0", string(mode))
 	go func() {
-		code := run(ctx, args, std, standardEnv().environment(), e.factory())
+		code := run(ctx, args, std, testEnv(), e.factory())
 		if serverOut != nil {
 			_ = serverOut.Close()
 		}
@@ -342,7 +344,7 @@ func startProgram(t *testing.T, mode Mode, e *fakeEngine, flags ...string) *prog
 		}
 		p.wait(t)
 	})
-	if mode != ModeStdio {
+	if mode != config.ModeStdio {
 		line := p.stderr.waitFor(t, " at http://")
 		_, after, _ := strings.Cut(line, " at http://")
 		host, _, _ := strings.Cut(after, "/")
@@ -352,22 +354,22 @@ func startProgram(t *testing.T, mode Mode, e *fakeEngine, flags ...string) *prog
 }
 
 // connect returns a client of the program; in stdio mode only one.
-func (p *program) connect(t *testing.T) *testClient {
+func (p *program) connect(t *testing.T) *mcptest.Client {
 	t.Helper()
-	var tr transport.Interface
+	var tr clienttransport.Interface
 	var err error
 	switch p.mode {
-	case ModeStdio:
-		tr = transport.NewIO(p.clientIn, p.clientOut, io.NopCloser(strings.NewReader("")))
-	case ModeSSE:
-		tr, err = transport.NewSSE(p.url + sseStreamPath)
+	case config.ModeStdio:
+		tr = clienttransport.NewIO(p.clientIn, p.clientOut, io.NopCloser(strings.NewReader("")))
+	case config.ModeSSE:
+		tr, err = clienttransport.NewSSE(p.url + transport.SSE.Path())
 	default:
-		tr, err = transport.NewStreamableHTTP(p.url + streamablePath)
+		tr, err = clienttransport.NewStreamableHTTP(p.url + transport.StreamableHTTP.Path())
 	}
 	if err != nil {
 		t.Fatalf("client transport: %v", err)
 	}
-	return newTestClient(t, tr, legacy)
+	return mcptest.NewClient(t, tr, mcptest.Legacy)
 }
 
 // wait waits for the program to exit and returns its exit status.
@@ -376,7 +378,7 @@ func (p *program) wait(t *testing.T) int {
 	p.waitOnce.Do(func() {
 		select {
 		case p.code = <-p.exited:
-		case <-time.After(testTimeout):
+		case <-time.After(mcptest.Timeout):
 			p.code = -1
 			t.Errorf("the program did not exit; stderr:\n%s", p.stderr)
 		}
@@ -418,7 +420,7 @@ func (l *lineLog) read(r io.Reader) {
 // waitFor returns the first line that contains s, waiting for it.
 func (l *lineLog) waitFor(t *testing.T, s string) string {
 	t.Helper()
-	ctx := testContext(t)
+	ctx := mcptest.Context(t)
 	for {
 		l.mu.Lock()
 		for _, line := range l.lines {

@@ -10,13 +10,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/client/transport"
+	clienttransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcptest"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/transport/transporttest"
 )
 
 // toolsnapsDir holds one file per tool, NAME.json: the tool as tools/list
 // sends it, indented. It is the tool surface of DESIGN 1.2 as data: the
-// description and the input schema live there and in server.go only.
+// description and the input schema live there and in the tool's file of
+// internal/mcpserver only.
 const toolsnapsDir = "../../testdata/toolsnaps"
 
 // snapshotPython is the Python version of the snapshots: upstream's
@@ -30,12 +34,12 @@ func updating() bool {
 	return f != nil && f.Value.String() == "true"
 }
 
-// rawTools lists the tools of c, a legacy client, and returns each as the
-// server sent it. (A modern request needs the _meta and headers that only
+// rawTools lists the tools of c, a mcptest.Legacy client, and returns each as the
+// server sent it. (A mcptest.Modern request needs the _meta and headers that only
 // the client's own methods add.)
-func rawTools(t *testing.T, c *testClient) []json.RawMessage {
+func rawTools(t *testing.T, c *mcptest.Client) []json.RawMessage {
 	t.Helper()
-	res, err := c.GetTransport().SendRequest(testContext(t), transport.JSONRPCRequest{
+	res, err := c.GetTransport().SendRequest(mcptest.Context(t), clienttransport.JSONRPCRequest{
 		JSONRPC: mcp.JSONRPC_VERSION,
 		ID:      mcp.NewRequestId("toolsnaps"),
 		Method:  string(mcp.MethodToolsList),
@@ -85,8 +89,8 @@ func toolSnapshots(t *testing.T, tools []json.RawMessage) map[string]string {
 // for indentation, with testdata/toolsnaps, over every transport and
 // protocol era; -update rewrites the files from stdio.
 func TestToolsnaps(t *testing.T) {
-	r := &fakeRunner{version: snapshotPython}
-	want := toolSnapshots(t, rawTools(t, stdioServer(t, r, 2)(t, legacy)))
+	r := &mcptest.FakeRunner{Version: snapshotPython}
+	want := toolSnapshots(t, rawTools(t, transporttest.Stdio(t, r, 2)(t, mcptest.Legacy)))
 	if updating() {
 		writeToolsnaps(t, want)
 	}
@@ -111,14 +115,14 @@ func TestToolsnaps(t *testing.T) {
 		}
 	}
 
-	for _, tc := range transportCases() {
-		for _, e := range tc.eras {
-			t.Run(tc.name+"/"+string(e), func(t *testing.T) {
-				c := tc.serve(t, r)(t, e)
-				if e == modern {
+	for _, tc := range transporttest.Cases() {
+		for _, e := range tc.Eras {
+			t.Run(tc.Name+"/"+string(e), func(t *testing.T) {
+				c := tc.Serve(t, r)(t, e)
+				if e == mcptest.Modern {
 					// Decoded and encoded again on both sides: the
 					// same tools, if not the same bytes.
-					res, err := c.ListTools(testContext(t), mcp.ListToolsRequest{})
+					res, err := c.ListTools(mcptest.Context(t), mcp.ListToolsRequest{})
 					if err != nil {
 						t.Fatalf("tools/list: %v", err)
 					}
@@ -204,13 +208,13 @@ func sortedKeys(m map[string]string) []string {
 // TestToolsnapsFollowPythonVersion checks that the description names the
 // runner's Python version, where the snapshot has snapshotPython.
 func TestToolsnapsFollowPythonVersion(t *testing.T) {
-	snap, err := os.ReadFile(filepath.Join(toolsnapsDir, toolName+".json"))
+	snap, err := os.ReadFile(filepath.Join(toolsnapsDir, mcptest.ToolName+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var want mcp.Tool
 	if err := json.Unmarshal(snap, &want); err != nil {
-		t.Fatalf("decode %s snapshot: %v", toolName, err)
+		t.Fatalf("decode %s snapshot: %v", mcptest.ToolName, err)
 	}
 	pinned := "Python " + snapshotPython + "."
 	if strings.Count(want.Description, pinned) != 1 {
@@ -218,8 +222,8 @@ func TestToolsnapsFollowPythonVersion(t *testing.T) {
 	}
 	wantDescription := strings.Replace(want.Description, pinned, "Python 3.11.", 1)
 
-	c := stdioServer(t, &fakeRunner{version: "3.11"}, 2)(t, legacy)
-	res, err := c.ListTools(testContext(t), mcp.ListToolsRequest{})
+	c := transporttest.Stdio(t, &mcptest.FakeRunner{Version: "3.11"}, 2)(t, mcptest.Legacy)
+	res, err := c.ListTools(mcptest.Context(t), mcp.ListToolsRequest{})
 	if err != nil {
 		t.Fatalf("tools/list: %v", err)
 	}

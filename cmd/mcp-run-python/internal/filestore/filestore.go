@@ -243,6 +243,18 @@ func (s *Store) Drop(scope Scope) {
 	}
 }
 
+// Remove forgets owner's file at path in scope, if there is one: a
+// session's code deleted it.
+func (s *Store) Remove(owner string, scope Scope, p string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sf := s.visible(owner, scope); sf != nil {
+		if f := sf.files[p]; f != nil {
+			s.remove(f)
+		}
+	}
+}
+
 // Sweep removes the files that have expired. Get, List and Put remove those
 // they come across; Sweep, run now and then, frees the space of the rest.
 func (s *Store) Sweep() {

@@ -370,6 +370,22 @@ func TestDrop(t *testing.T) {
 	mustGet(t, s, "other", a.URI, "new")
 }
 
+func TestRemove(t *testing.T) {
+	s, _ := open(t, Config{})
+	sc := SessionScope("s")
+	a := put(t, s, "o", sc, "a.txt", "aa")
+	b := put(t, s, "o", sc, "b.txt", "b")
+	s.Remove("mallory", sc, "a.txt") // not theirs: nothing happens
+	s.Remove("o", sc, "missing.txt")
+	mustGet(t, s, "o", a.URI, "aa")
+	s.Remove("o", sc, "a.txt")
+	notFound(t, s, "o", a.URI)
+	mustGet(t, s, "o", b.URI, "b")
+	if got := onDisk(t, s); got != 1 {
+		t.Errorf("%d bytes on disk after Remove, want 1", got)
+	}
+}
+
 func TestReplace(t *testing.T) {
 	s, _ := open(t, Config{MaxBytes: 10})
 	sc := SessionScope("s")

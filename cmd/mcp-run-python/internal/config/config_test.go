@@ -1,0 +1,439 @@
+package config
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/render"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/transport"
+	"github.com/mcp-run-python/mcp-run-python/supervisor"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/mount"
+)
+
+// fakeEnv is an Environment with fixed answers.
+type fakeEnv struct {
+	vars     map[string]string
+	denoPath string // "" when deno is not on PATH
+	cacheDir string // "" when unknown
+	home     string // "" when unknown
+}
+
+func (f fakeEnv) environment() Environment {
+	return Environment{
+		LookupEnv: func(key string) (string, bool) {
+			v, ok := f.vars[key]
+			return v, ok
+		},
+		LookPath: func(string) (string, error) {
+			if f.denoPath == "" {
+				return "", errors.New("not found")
+			}
+			return f.denoPath, nil
+		},
+		UserCacheDir: func() (string, error) {
+			if f.cacheDir == "" {
+				return "", errors.New("no cache dir")
+			}
+			return f.cacheDir, nil
+		},
+		UserHomeDir: func() (string, error) {
+			if f.home == "" {
+				return "", errors.New("no home")
+			}
+			return f.home, nil
+		},
+	}
+}
+
+// standardEnv has deno on PATH and a cache directory.
+func standardEnv() fakeEnv {
+	return fakeEnv{denoPath: "/usr/bin/deno", cacheDir: "/home/u/.cache", home: "/home/u"}
+}
+
+// defaultConfig is the configuration of "stdio" in standardEnv.
+func defaultConfig() Config {
+	return Config{
+		Mode:       ModeStdio,
+		Host:       "127.0.0.1",
+		Port:       3001,
+		ReturnMode: render.ReturnXML,
+		LogLevel:   zapcore.WarnLevel,
+		Supervisor: supervisor.Config{
+			Deno:         "/usr/bin/deno",
+			CacheDir:     "/home/u/.cache/mcp-run-python",
+			Workers:      2,
+			Timeout:      60 * time.Second,
+			OutputLimit:  1 << 20,
+			MemoryLimit:  1 << 30,
+			Networking:   true,
+			IndexURL:     "https://pypi.org/simple/",
+			Warm:         2,
+			Queue:        8,
+			QueueTimeout: 30 * time.Second,
+			CodeLimit:    1 << 20,
+			Grace:        2 * time.Second,
+			StartTimeout: supervisor.DefaultStartTimeout,
+			FilesLimit:   supervisor.DefaultFilesLimit,
+			MountLimits:  mount.Limits{MaxBytes: supervisor.DefaultMountBytes, MaxFiles: supervisor.DefaultMountFiles},
+		},
+		ShutdownTimeout: 10 * time.Second,
+		Limits: transport.Limits{
+			RequestLimit:   8 << 20,
+			ReadTimeout:    30 * time.Second,
+			MaxConnections: 1024,
+			MaxMCPSessions: 256,
+			MCPSessionIdle: 30 * time.Minute,
+		},
+	}
+}
+
+// TestParseConfig runs on every host with Linux's defaults; the defaults of
+// each system are tested in paths_test.go.
+func TestParseConfig(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		env    fakeEnv
+		change func(*Config)
+	}{
+		{"defaults", []string{"stdio"}, standardEnv(), nil},
+		{"flags after the mode", []string{"sse", "--port", "8080", "--host", "0.0.0.0"}, standardEnv(),
+			func(c *Config) { c.Mode, c.Port, c.Host = ModeSSE, 8080, "0.0.0.0" }},
+		{"flags before the mode", []string{"--port=8080", "--return-mode", "json", "streamable_http"}, standardEnv(),
+			func(c *Config) { c.Mode, c.Port, c.ReturnMode = ModeStreamableHTTP, 8080, render.ReturnJSON }},
+		{"hyphenated streamable-http", []string{"streamable-http"}, standardEnv(),
+			func(c *Config) { c.Mode = ModeStreamableHTTP }},
+		{"hyphenated streamable-http-stateless", []string{"streamable-http-stateless"}, standardEnv(),
+			func(c *Config) { c.Mode = ModeStreamableHTTPStateless }},
+		{"warmup", []string{"warmup"}, standardEnv(), func(c *Config) { c.Mode = ModeWarmup }},
+		{"example", []string{"example"}, standardEnv(), func(c *Config) { c.Mode = ModeExample }},
+		{"deps split at commas", []string{"stdio", "--deps", "numpy, pydantic>=2,,httpx"}, standardEnv(),
+			func(c *Config) { c.Supervisor.Deps = []string{"numpy", "pydantic>=2", "httpx"} }},
+		{"package sources and offline", []string{"stdio", "--index-url", "/srv/simple", "--pyodide-index-url", "http://mirror.test/pyodide/", "--offline"}, standardEnv(),
+			func(c *Config) {
+				c.Supervisor.IndexURL, c.Supervisor.PyodideIndexURL, c.Supervisor.Offline = "/srv/simple", "http://mirror.test/pyodide/", true
+			}},
+		{"package sources from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{
+			"MCP_RUN_PYTHON_INDEX_URL":         "file:///srv/simple",
+			"MCP_RUN_PYTHON_PYODIDE_INDEX_URL": "/srv/pyodide",
+			"MCP_RUN_PYTHON_OFFLINE":           "1",
+		}), func(c *Config) {
+			c.Supervisor.IndexURL, c.Supervisor.PyodideIndexURL, c.Supervisor.Offline = "file:///srv/simple", "/srv/pyodide", true
+		}},
+		{"disable networking", []string{"stdio", "--disable-networking"}, standardEnv(),
+			func(c *Config) { c.Supervisor.Networking = false }},
+		{"allow net", []string{"stdio", "--allow-net", "Example.com:443, 127.0.0.1:8000,::1,[::1]:80,example.com:443,"}, standardEnv(),
+			func(c *Config) {
+				c.Supervisor.AllowNet = []string{"example.com:443", "127.0.0.1:8000", "[::1]", "[::1]:80"}
+			}},
+		{"allow net from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_ALLOW_NET": "localhost"}),
+			func(c *Config) { c.Supervisor.AllowNet = []string{"localhost"} }},
+		{"limits and timeout", []string{"stdio", "--workers", "8", "--timeout", "1m30s", "--memory-limit", "512MiB", "--output-limit", "64KiB"}, standardEnv(),
+			func(c *Config) {
+				c.Supervisor.Workers, c.Supervisor.Timeout = 8, 90*time.Second
+				c.Supervisor.MemoryLimit, c.Supervisor.OutputLimit = 512<<20, 64<<10
+				c.Supervisor.Warm, c.Supervisor.Queue = 8, 32 // follow --workers
+			}},
+		{"service flags", []string{"sse", "--workers", "4", "--warm", "1", "--queue", "3", "--queue-timeout", "1m",
+			"--code-limit", "64KiB", "--grace", "500ms", "--shutdown-timeout", "45s"}, standardEnv(),
+			func(c *Config) {
+				c.Mode = ModeSSE
+				c.Supervisor.Workers, c.Supervisor.Warm, c.Supervisor.Queue = 4, 1, 3
+				c.Supervisor.QueueTimeout, c.Supervisor.CodeLimit = time.Minute, 64<<10
+				c.Supervisor.Grace, c.ShutdownTimeout = 500*time.Millisecond, 45*time.Second
+			}},
+		{"warm equal to workers", []string{"stdio", "--workers", "3", "--warm", "3"}, standardEnv(),
+			func(c *Config) { c.Supervisor.Workers, c.Supervisor.Warm, c.Supervisor.Queue = 3, 3, 12 }},
+		{"no limits and no shutdown wait", []string{"stdio", "--queue-timeout", "0", "--code-limit", "0", "--shutdown-timeout", "0s"}, standardEnv(),
+			func(c *Config) { c.Supervisor.QueueTimeout, c.Supervisor.CodeLimit, c.ShutdownTimeout = 0, 0, 0 }},
+		{"code limit in decimal units", []string{"stdio", "--code-limit", "100kB"}, standardEnv(),
+			func(c *Config) { c.Supervisor.CodeLimit = 100000 }},
+		{"env sets service flags", []string{"stdio"}, withVars(standardEnv(), map[string]string{
+			"MCP_RUN_PYTHON_WORKERS":          "6",
+			"MCP_RUN_PYTHON_WARM":             "2",
+			"MCP_RUN_PYTHON_QUEUE":            "100",
+			"MCP_RUN_PYTHON_QUEUE_TIMEOUT":    "5s",
+			"MCP_RUN_PYTHON_CODE_LIMIT":       "2MiB",
+			"MCP_RUN_PYTHON_GRACE":            "3s",
+			"MCP_RUN_PYTHON_SHUTDOWN_TIMEOUT": "1m",
+		}), func(c *Config) {
+			c.Supervisor.Workers, c.Supervisor.Warm, c.Supervisor.Queue = 6, 2, 100
+			c.Supervisor.QueueTimeout, c.Supervisor.CodeLimit = 5*time.Second, 2<<20
+			c.Supervisor.Grace, c.ShutdownTimeout = 3*time.Second, time.Minute
+			c.Limits.RequestLimit = 13 << 20 // follows the code limit
+		}},
+		{"command line wins over env for service flags", []string{"stdio", "--warm", "1", "--shutdown-timeout", "3s"}, withVars(standardEnv(), map[string]string{
+			"MCP_RUN_PYTHON_WARM":             "2",
+			"MCP_RUN_PYTHON_SHUTDOWN_TIMEOUT": "1m",
+		}), func(c *Config) { c.Supervisor.Warm, c.ShutdownTimeout = 1, 3*time.Second }},
+		{"decimal units and zero", []string{"stdio", "--memory-limit", "2GB", "--output-limit", "0"}, standardEnv(),
+			func(c *Config) { c.Supervisor.MemoryLimit, c.Supervisor.OutputLimit = 2e9, 0 }},
+		{"log level", []string{"stdio", "--log-level", "debug"}, standardEnv(),
+			func(c *Config) { c.LogLevel = zapcore.DebugLevel }},
+		{"explicit deno and cache dir", []string{"stdio", "--deno", "/opt/deno", "--cache-dir", "/tmp/c"}, standardEnv(),
+			func(c *Config) { c.Supervisor.Deno, c.Supervisor.CacheDir = "/opt/deno", "/tmp/c" }},
+		{"deno from home when not on PATH", []string{"stdio"}, fakeEnv{cacheDir: "/home/u/.cache", home: "/home/u"},
+			func(c *Config) { c.Supervisor.Deno = "/home/u/.deno/bin/deno" }},
+		{"cache dir from home", []string{"stdio"}, fakeEnv{denoPath: "/usr/bin/deno", home: "/home/u"},
+			func(c *Config) { c.Supervisor.CacheDir = "/home/u/.cache/mcp-run-python" }},
+		{"deno from DENO_INSTALL when not on PATH", []string{"stdio"},
+			withVars(fakeEnv{cacheDir: "/home/u/.cache", home: "/home/u"}, map[string]string{"DENO_INSTALL": "/opt/deno"}),
+			func(c *Config) { c.Supervisor.Deno = "/opt/deno/bin/deno" }},
+		{"MCP_RUN_PYTHON_DENO wins over discovery", []string{"stdio"},
+			withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_DENO": "/x/deno", "DENO_INSTALL": "/opt/deno"}),
+			func(c *Config) { c.Supervisor.Deno = "/x/deno" }},
+		{"env sets flags", []string{"stdio"}, withVars(standardEnv(), map[string]string{
+			"MCP_RUN_PYTHON_PORT":               "9000",
+			"MCP_RUN_PYTHON_RETURN_MODE":        "json",
+			"MCP_RUN_PYTHON_DEPS":               "a,b",
+			"MCP_RUN_PYTHON_DISABLE_NETWORKING": "true",
+			"MCP_RUN_PYTHON_MEMORY_LIMIT":       "256MiB",
+			"MCP_RUN_PYTHON_TIMEOUT":            "5s",
+			"MCP_RUN_PYTHON_LOG_LEVEL":          "error",
+		}), func(c *Config) {
+			c.Port, c.ReturnMode, c.LogLevel = 9000, render.ReturnJSON, zapcore.ErrorLevel
+			c.Supervisor.Deps, c.Supervisor.Networking = []string{"a", "b"}, false
+			c.Supervisor.MemoryLimit, c.Supervisor.Timeout = 256<<20, 5*time.Second
+		}},
+		{"command line wins over env", []string{"stdio", "--port", "8000"}, withVars(standardEnv(), map[string]string{
+			"MCP_RUN_PYTHON_PORT": "9000",
+		}), func(c *Config) { c.Port = 8000 }},
+		{"empty env ignored", []string{"stdio"}, withVars(standardEnv(), map[string]string{
+			"MCP_RUN_PYTHON_PORT": "",
+		}), nil},
+		{"env cannot ask for version or help", []string{"stdio"}, withVars(standardEnv(), map[string]string{
+			"MCP_RUN_PYTHON_VERSION": "true",
+			"MCP_RUN_PYTHON_HELP":    "true",
+		}), nil},
+		{"front end limits", []string{"sse", "--request-limit", "16MiB", "--read-timeout", "5s", "--max-connections", "100",
+			"--max-mcp-sessions", "10", "--mcp-session-idle", "2m", "--allow-origin", "https://App.example.com:443/, http://localhost:5173"}, standardEnv(),
+			func(c *Config) {
+				c.Mode = ModeSSE
+				c.Limits = transport.Limits{RequestLimit: 16 << 20, ReadTimeout: 5 * time.Second, MaxConnections: 100,
+					MaxMCPSessions: 10, MCPSessionIdle: 2 * time.Minute,
+					AllowOrigins: []string{"https://app.example.com", "http://localhost:5173"}}
+			}},
+		{"front end limits off", []string{"stdio", "--request-limit", "0", "--max-connections", "0", "--max-mcp-sessions", "0",
+			"--mcp-session-idle", "0", "--allow-origin", "*"}, standardEnv(),
+			func(c *Config) {
+				c.Limits.RequestLimit, c.Limits.MaxConnections, c.Limits.MaxMCPSessions, c.Limits.MCPSessionIdle = 0, 0, 0, 0
+				c.Limits.AllowOrigins = []string{"*"}
+			}},
+		{"request limit follows a larger code limit", []string{"stdio", "--code-limit", "4MiB"}, standardEnv(),
+			func(c *Config) { c.Supervisor.CodeLimit, c.Limits.RequestLimit = 4<<20, 25<<20 }},
+		{"request limit keeps its default under a smaller code limit", []string{"stdio", "--code-limit", "0"}, standardEnv(),
+			func(c *Config) { c.Supervisor.CodeLimit = 0 }},
+		{"request limit follows a huge code limit without overflow", []string{"stdio", "--code-limit", strconv.Itoa(math.MaxInt)}, standardEnv(),
+			func(c *Config) { c.Supervisor.CodeLimit, c.Limits.RequestLimit = math.MaxInt, math.MaxInt }},
+		{"request limit equal to the code limit", []string{"stdio", "--request-limit", "1MiB"}, standardEnv(),
+			func(c *Config) { c.Limits.RequestLimit = 1 << 20 }},
+		{"env sets front end limits", []string{"stdio"}, withVars(standardEnv(), map[string]string{
+			"MCP_RUN_PYTHON_REQUEST_LIMIT":    "2MB",
+			"MCP_RUN_PYTHON_READ_TIMEOUT":     "1m",
+			"MCP_RUN_PYTHON_MAX_CONNECTIONS":  "64",
+			"MCP_RUN_PYTHON_MAX_MCP_SESSIONS": "8",
+			"MCP_RUN_PYTHON_MCP_SESSION_IDLE": "90s",
+			"MCP_RUN_PYTHON_ALLOW_ORIGIN":     "http://[::1]:8080",
+		}), func(c *Config) {
+			c.Limits = transport.Limits{RequestLimit: 2e6, ReadTimeout: time.Minute, MaxConnections: 64,
+				MaxMCPSessions: 8, MCPSessionIdle: 90 * time.Second, AllowOrigins: []string{"http://[::1]:8080"}}
+		}},
+		{"command line wins over env for front end limits", []string{"stdio", "--max-mcp-sessions", "3"},
+			withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_MAX_MCP_SESSIONS": "8"}),
+			func(c *Config) { c.Limits.MaxMCPSessions = 3 }},
+		{"version needs no mode", []string{"--version"}, standardEnv(),
+			func(c *Config) { *c = Config{Version: true} }},
+		{"wrong env values do not stop version", []string{"--version"}, withVars(standardEnv(), map[string]string{
+			"MCP_RUN_PYTHON_WORKERS": "0",
+			"MCP_RUN_PYTHON_PORT":    "abc",
+		}), func(c *Config) { *c = Config{Version: true} }},
+		{"wrong env values do not stop help", []string{"-h"}, withVars(standardEnv(), map[string]string{
+			"MCP_RUN_PYTHON_TIMEOUT": "soon",
+		}), func(c *Config) { *c = Config{Help: true} }},
+		{"help needs no mode", []string{"-h"}, standardEnv(),
+			func(c *Config) { *c = Config{Help: true} }},
+		{"long help", []string{"--help", "stdio"}, standardEnv(),
+			func(c *Config) { *c = Config{Help: true} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parse(tt.args, tt.env.environment(), "linux")
+			if err != nil {
+				t.Fatalf("Parse(%q): %v", tt.args, err)
+			}
+			want := defaultConfig()
+			if tt.change != nil {
+				tt.change(&want)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("Parse(%q)\n got: %+v\nwant: %+v", tt.args, got, want)
+			}
+		})
+	}
+}
+
+// withVars returns env with the environment variables vars.
+func withVars(env fakeEnv, vars map[string]string) fakeEnv {
+	env.vars = vars
+	return env
+}
+
+func TestParseConfigUsageErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     fakeEnv
+		mention string // the message must name the culprit
+	}{
+		{"no mode", nil, standardEnv(), "no mode"},
+		{"unknown mode", []string{"serve"}, standardEnv(), `"serve"`},
+		{"two modes", []string{"stdio", "sse"}, standardEnv(), "one mode"},
+		{"unknown flag", []string{"stdio", "--bogus"}, standardEnv(), "bogus"},
+		{"flag without value", []string{"stdio", "--port"}, standardEnv(), "port"},
+		{"port not a number", []string{"stdio", "--port", "abc"}, standardEnv(), "port"},
+		{"port out of range", []string{"stdio", "--port", "70000"}, standardEnv(), "--port"},
+		{"bad return mode", []string{"stdio", "--return-mode", "yaml"}, standardEnv(), "--return-mode"},
+		{"zero workers", []string{"stdio", "--workers", "0"}, standardEnv(), "--workers"},
+		{"bad timeout", []string{"stdio", "--timeout", "soon"}, standardEnv(), "timeout"},
+		{"zero timeout", []string{"stdio", "--timeout", "0s"}, standardEnv(), "--timeout"},
+		{"bad memory limit", []string{"stdio", "--memory-limit", "lots"}, standardEnv(), "--memory-limit"},
+		{"negative output limit", []string{"stdio", "--output-limit", "-1KiB"}, standardEnv(), "--output-limit"},
+		{"bad log level", []string{"stdio", "--log-level", "loud"}, standardEnv(), "--log-level"},
+		{"zero warm", []string{"stdio", "--warm", "0"}, standardEnv(), "--warm"},
+		{"warm above workers", []string{"stdio", "--workers", "2", "--warm", "3"}, standardEnv(), "need 1 to 2"},
+		{"warm above workers from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_WARM": "5"}), "MCP_RUN_PYTHON_WARM"},
+		{"zero queue", []string{"stdio", "--queue", "0"}, standardEnv(), "--queue"},
+		{"negative queue", []string{"stdio", "--queue", "-4"}, standardEnv(), "--queue"},
+		{"queue not a number", []string{"stdio", "--queue", "many"}, standardEnv(), "queue"},
+		{"negative queue timeout", []string{"stdio", "--queue-timeout", "-1s"}, standardEnv(), "--queue-timeout"},
+		{"bad queue timeout", []string{"stdio", "--queue-timeout", "later"}, standardEnv(), "queue-timeout"},
+		{"bad code limit", []string{"stdio", "--code-limit", "big"}, standardEnv(), "--code-limit"},
+		{"negative code limit", []string{"stdio", "--code-limit", "-1"}, standardEnv(), "--code-limit"},
+		{"zero grace", []string{"stdio", "--grace", "0s"}, standardEnv(), "--grace"},
+		{"negative shutdown timeout", []string{"stdio", "--shutdown-timeout", "-5s"}, standardEnv(), "--shutdown-timeout"},
+		{"bad shutdown timeout from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_SHUTDOWN_TIMEOUT": "soon"}), "MCP_RUN_PYTHON_SHUTDOWN_TIMEOUT"},
+		{"bad env value", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_PORT": "abc"}), "MCP_RUN_PYTHON_PORT"},
+		{"bad env value checked later", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_RETURN_MODE": "yaml"}), "MCP_RUN_PYTHON_RETURN_MODE"},
+		{"index URL of another scheme", []string{"stdio", "--index-url", "ftp://mirror/simple"}, standardEnv(), "--index-url"},
+		{"empty index URL", []string{"stdio", "--index-url", ""}, standardEnv(), "--index-url"},
+		{"pyodide index URL of another scheme", []string{"stdio", "--pyodide-index-url", "s3://bucket/"}, standardEnv(), "--pyodide-index-url"},
+		{"bad requirement in deps", []string{"stdio", "--deps", "numpy,pydantic>=>2"}, standardEnv(), "--deps"},
+		{"allow net with a URL", []string{"stdio", "--allow-net", "https://example.com"}, standardEnv(), "--allow-net"},
+		{"allow net with a bad port", []string{"stdio", "--allow-net", "a.com:1,b.com:99999"}, standardEnv(), `"b.com:99999"`},
+		{"allow net without a host", []string{"stdio", "--allow-net", " , "}, standardEnv(), "no host given"},
+		{"allow net from env with a bad host", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_ALLOW_NET": "a b"}), "MCP_RUN_PYTHON_ALLOW_NET"},
+		{"allow net and no network", []string{"stdio", "--allow-net", "a.com", "--disable-networking"}, standardEnv(), "--allow-net and --disable-networking exclude each other"},
+		{"no cache dir at all", []string{"stdio"}, fakeEnv{denoPath: "/usr/bin/deno"}, "--cache-dir"},
+		{"bad request limit", []string{"stdio", "--request-limit", "huge"}, standardEnv(), "--request-limit"},
+		{"negative request limit", []string{"stdio", "--request-limit", "-1"}, standardEnv(), "--request-limit"},
+		{"request limit below the code limit", []string{"stdio", "--request-limit", "512KiB"}, standardEnv(), "below --code-limit (1.0 MiB)"},
+		{"request limit from env below the code limit", []string{"stdio", "--code-limit", "2MiB"},
+			withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_REQUEST_LIMIT": "1MiB"}), "MCP_RUN_PYTHON_REQUEST_LIMIT"},
+		{"zero read timeout", []string{"stdio", "--read-timeout", "0s"}, standardEnv(), "--read-timeout"},
+		{"negative max connections", []string{"stdio", "--max-connections", "-1"}, standardEnv(), "--max-connections"},
+		{"negative max mcp sessions", []string{"stdio", "--max-mcp-sessions", "-2"}, standardEnv(), "--max-mcp-sessions"},
+		{"negative mcp session idle", []string{"stdio", "--mcp-session-idle", "-1m"}, standardEnv(), "--mcp-session-idle"},
+		{"allow origin with a path", []string{"stdio", "--allow-origin", "https://a.example.com/app"}, standardEnv(), "--allow-origin"},
+		{"allow origin without a scheme", []string{"stdio", "--allow-origin", "a.example.com"}, standardEnv(), `"a.example.com" is not an origin`},
+		{"allow origin null", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_ALLOW_ORIGIN": "null"}), "MCP_RUN_PYTHON_ALLOW_ORIGIN"},
+		{"empty host", []string{"stdio", "--host", ""}, standardEnv(), "--host"},
+		{"bad bool from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_OFFLINE": "maybe"}), "MCP_RUN_PYTHON_OFFLINE"},
+		{"wrong value with help", []string{"--help", "--workers", "0"}, standardEnv(), "--workers"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parse(tt.args, tt.env.environment(), "linux")
+			var usage *UsageError
+			if !errors.As(err, &usage) {
+				t.Fatalf("Parse(%q) error = %v, want a *UsageError", tt.args, err)
+			}
+			if !strings.Contains(err.Error(), tt.mention) {
+				t.Errorf("error %q does not mention %q", err, tt.mention)
+			}
+		})
+	}
+}
+
+func TestUsageTextListsEveryFlagAndMode(t *testing.T) {
+	text := Usage()
+	for _, want := range []string{
+		"--port", "--host", "--return-mode", "--deps", "--disable-networking", "--allow-net", "--version", "-h, --help",
+		"--workers", "--timeout", "--memory-limit", "--output-limit", "--deno", "--cache-dir", "--log-level",
+		"--warm", "--queue", "--queue-timeout", "--code-limit", "--grace", "--shutdown-timeout",
+		"--request-limit", "--read-timeout", "--max-connections", "--max-mcp-sessions", "--mcp-session-idle", "--allow-origin",
+		"MCP protocol sessions",
+		"stdio", "streamable_http_stateless", "sse", "warmup", "example", "MCP_RUN_PYTHON_",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("usage text lacks %q", want)
+		}
+	}
+}
+
+// TestParseConfigMessages pins whole messages: a wrong value is quoted as
+// given and named with the flag, or with the environment variable that gave
+// it (never with both); the reason comes from the flag's type, or from the
+// rule between flags that it breaks.
+func TestParseConfigMessages(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		vars map[string]string
+		want string
+	}{
+		{"type", []string{"stdio", "--port", "abc"}, nil, `invalid value "abc" for --port: not a whole number`},
+		{"type from env", []string{"stdio"}, map[string]string{"MCP_RUN_PYTHON_PORT": "abc"},
+			`invalid value "abc" for MCP_RUN_PYTHON_PORT: not a whole number`},
+		{"range", []string{"stdio", "--port", "70000"}, nil, `invalid value "70000" for --port: need 0 to 65535`},
+		{"at least one", []string{"stdio", "--workers", "0"}, nil, `invalid value "0" for --workers: need at least 1`},
+		{"not negative from env", []string{"stdio"}, map[string]string{"MCP_RUN_PYTHON_MAX_CONNECTIONS": "-1"},
+			`invalid value "-1" for MCP_RUN_PYTHON_MAX_CONNECTIONS: must not be negative`},
+		{"duration", []string{"stdio", "--timeout", "5"}, nil, `invalid value "5" for --timeout: not a duration such as 30s or 1m30s`},
+		{"positive duration", []string{"stdio", "--grace", "0s"}, nil, `invalid value "0s" for --grace: must be positive`},
+		{"duration from env", []string{"stdio"}, map[string]string{"MCP_RUN_PYTHON_MCP_SESSION_IDLE": "-1m"},
+			`invalid value "-1m" for MCP_RUN_PYTHON_MCP_SESSION_IDLE: must not be negative`},
+		{"size", []string{"stdio", "--memory-limit", "lots"}, nil, `invalid value "lots" for --memory-limit: not a size such as 512MiB`},
+		{"negative size", []string{"stdio", "--output-limit", "-1KiB"}, nil, `invalid value "-1KiB" for --output-limit: must not be negative`},
+		{"choice", []string{"stdio", "--return-mode", "yaml"}, nil, `invalid value "yaml" for --return-mode: want xml or json`},
+		{"choice from env", []string{"stdio"}, map[string]string{"MCP_RUN_PYTHON_RETURN_MODE": "yaml"},
+			`invalid value "yaml" for MCP_RUN_PYTHON_RETURN_MODE: want xml or json`},
+		{"log level", []string{"stdio", "--log-level", "loud"}, nil, `invalid value "loud" for --log-level: unrecognized level: "loud"`},
+		{"host", []string{"stdio", "--host", ""}, nil, `invalid value "" for --host: empty host`},
+		{"empty host list", []string{"stdio", "--allow-net", ","}, nil,
+			`invalid value "," for --allow-net: no host given; use --disable-networking for no network at all`},
+		{"bool from env", []string{"stdio"}, map[string]string{"MCP_RUN_PYTHON_OFFLINE": "maybe"},
+			`invalid value "maybe" for MCP_RUN_PYTHON_OFFLINE: strconv.ParseBool: parsing "maybe": invalid syntax`},
+		{"warm above workers", []string{"stdio", "--workers", "2", "--warm", "3"}, nil,
+			`invalid value "3" for --warm: need 1 to 2 (the worker limit)`},
+		{"warm from env above workers", []string{"stdio", "--workers", "2"}, map[string]string{"MCP_RUN_PYTHON_WARM": "0x3"},
+			`invalid value "3" for MCP_RUN_PYTHON_WARM: need 1 to 2 (the worker limit)`},
+		{"request limit below code limit", []string{"stdio", "--request-limit", "512KiB"}, nil,
+			`invalid value "512KiB" for --request-limit: below --code-limit (1.0 MiB)`},
+		{"request limit from env below code limit from env", []string{"stdio"},
+			map[string]string{"MCP_RUN_PYTHON_REQUEST_LIMIT": "1MiB", "MCP_RUN_PYTHON_CODE_LIMIT": "2MiB"},
+			`invalid value "1MiB" for MCP_RUN_PYTHON_REQUEST_LIMIT: below MCP_RUN_PYTHON_CODE_LIMIT (2.0 MiB)`},
+		{"allow net and no network", []string{"stdio", "--disable-networking"}, map[string]string{"MCP_RUN_PYTHON_ALLOW_NET": "a.com"},
+			`MCP_RUN_PYTHON_ALLOW_NET and --disable-networking exclude each other`},
+		{"missing value", []string{"stdio", "--port"}, nil, `flag needs an argument: --port`},
+		{"unknown flag", []string{"stdio", "--bogus"}, nil, `unknown flag: --bogus`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parse(tt.args, withVars(standardEnv(), tt.vars).environment(), "linux")
+			var usage *UsageError
+			if !errors.As(err, &usage) {
+				t.Fatalf("Parse(%q) error = %v, want a *UsageError", tt.args, err)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("Parse(%q) error\n got: %s\nwant: %s", tt.args, err, tt.want)
+			}
+		})
+	}
+}

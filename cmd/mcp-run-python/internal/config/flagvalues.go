@@ -1,0 +1,326 @@
+package config
+
+// Flag values that check themselves. Each type's Set refuses a wrong value
+// with the reason alone; flagSources.usageError adds the value and where it
+// came from, the flag or the environment variable standing in for it. The
+// constructors assign defaults without Set, so that a default may mean "not
+// set" (0 for --warm and --queue).
+//
+// Type returns what pflag's help shows after the flag (int, duration,
+// string); a "string" default is shown quoted.
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/transport"
+	"github.com/mcp-run-python/mcp-run-python/permissions"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
+)
+
+// intFlag is an integer from min to max, written as Go writes it (0x10 too).
+type intFlag struct {
+	p        *int
+	min, max int
+}
+
+// newIntFlag returns an intFlag from min to max for *p, which it sets to def;
+// def may be outside the range to mean "not set".
+func newIntFlag(p *int, def, minimum, maximum int) *intFlag {
+	*p = def
+	return &intFlag{p: p, min: minimum, max: maximum}
+}
+
+func (f *intFlag) Set(s string) error {
+	n, err := strconv.ParseInt(s, 0, strconv.IntSize)
+	switch {
+	case errors.Is(err, strconv.ErrSyntax):
+		return errors.New("not a whole number")
+	case err != nil && n > 0 && f.max == math.MaxInt:
+		return fmt.Errorf("too large, at most %d", f.max)
+	case err != nil, n < int64(f.min), n > int64(f.max):
+		return f.rangeError()
+	}
+	*f.p = int(n)
+	return nil
+}
+
+// rangeError says which values the flag takes.
+func (f *intFlag) rangeError() error {
+	switch {
+	case f.max != math.MaxInt:
+		return fmt.Errorf("need %d to %d", f.min, f.max)
+	case f.min == 0:
+		return errors.New("must not be negative")
+	}
+	return fmt.Errorf("need at least %d", f.min)
+}
+
+func (f *intFlag) String() string { return strconv.Itoa(*f.p) }
+func (f *intFlag) Type() string   { return "int" }
+
+// durationFlag is a Go duration such as 30s or 1m30s, positive, or also 0
+// when zeroOK.
+type durationFlag struct {
+	p      *time.Duration
+	zeroOK bool
+}
+
+// positiveDuration returns a durationFlag above 0 for *p, set to def.
+func positiveDuration(p *time.Duration, def time.Duration) *durationFlag {
+	*p = def
+	return &durationFlag{p: p}
+}
+
+// nonNegativeDuration returns a durationFlag of 0 or more for *p, set to def.
+func nonNegativeDuration(p *time.Duration, def time.Duration) *durationFlag {
+	*p = def
+	return &durationFlag{p: p, zeroOK: true}
+}
+
+func (f *durationFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		return errors.New("not a duration such as 30s or 1m30s")
+	case d < 0 && f.zeroOK:
+		return errors.New("must not be negative")
+	case d <= 0 && !f.zeroOK:
+		return errors.New("must be positive")
+	}
+	*f.p = d
+	return nil
+}
+
+func (f *durationFlag) String() string { return f.p.String() }
+func (f *durationFlag) Type() string   { return "duration" }
+
+// byteSize is a size in bytes such as 512MiB, 1GB or 1048576, at most max;
+// 0 is a size too (callers take it as "no limit"). Units follow go-humanize:
+// KiB/MiB/GiB are powers of 1024, kB/MB/GB (and k/M/G) powers of 1000.
+type byteSize struct {
+	p    *int64
+	max  uint64
+	text string // as given, for String
+	// set, when not nil, makes the flag optional: "" is accepted and sets
+	// *set to false (the caller works out the default); a size sets it true.
+	set *bool
+}
+
+// newByteSize returns a byteSize up to maximum for *p, set to def.
+func newByteSize(p *int64, def string, maximum uint64) *byteSize {
+	b := &byteSize{p: p, max: maximum}
+	if err := b.Set(def); err != nil {
+		panic(fmt.Sprintf("default size %q: %v", def, err))
+	}
+	return b
+}
+
+// optionalByteSize returns a byteSize up to maximum for *p that is not set
+// (*set false) until a size is given.
+func optionalByteSize(p *int64, set *bool, maximum uint64) *byteSize {
+	*p, *set = 0, false
+	return &byteSize{p: p, max: maximum, set: set}
+}
+
+func (b *byteSize) Set(s string) error {
+	if s == "" && b.set != nil {
+		*b.p, *b.set, b.text = 0, false, ""
+		return nil
+	}
+	n, err := humanize.ParseBytes(s)
+	var numErr *strconv.NumError
+	switch {
+	case strings.HasPrefix(s, "-"):
+		return errors.New("must not be negative")
+	case n > b.max, err != nil && strings.HasPrefix(err.Error(), "too large"): // beyond uint64
+		return fmt.Errorf("too large, at most %d bytes", b.max)
+	case errors.As(err, &numErr): // no number: strconv's message says nothing more
+		return errors.New("not a size such as 512MiB")
+	case err != nil: // an unknown unit, named
+		return fmt.Errorf("not a size such as 512MiB: %w", err)
+	}
+	*b.p, b.text = int64(n), s
+	if b.set != nil {
+		*b.set = true
+	}
+	return nil
+}
+
+func (b *byteSize) String() string { return b.text }
+func (b *byteSize) Type() string   { return "string" }
+
+// choice is one of a few words, in any case; it keeps the lower-case word.
+type choice[T ~string] struct {
+	p       *T
+	choices []T
+}
+
+// newChoice returns a choice among choices (in lower case) for *p, set to def.
+func newChoice[T ~string](p *T, def T, choices ...T) *choice[T] {
+	*p = def
+	return &choice[T]{p: p, choices: choices}
+}
+
+func (c *choice[T]) Set(s string) error {
+	if word := T(strings.ToLower(s)); slices.Contains(c.choices, word) {
+		*c.p = word
+		return nil
+	}
+	words := make([]string, len(c.choices))
+	for i, w := range c.choices {
+		words[i] = string(w)
+	}
+	last := len(words) - 1
+	if last == 0 {
+		return fmt.Errorf("want %s", words[0])
+	}
+	return fmt.Errorf("want %s or %s", strings.Join(words[:last], ", "), words[last])
+}
+
+func (c *choice[T]) String() string { return string(*c.p) }
+func (c *choice[T]) Type() string   { return "string" }
+
+// levelFlag is a log level as zap parses them: debug, info, warn, error (and
+// dpanic, panic, fatal), in either case; "" is info.
+type levelFlag struct{ p *zapcore.Level }
+
+// newLevelFlag returns a levelFlag for *p, set to def.
+func newLevelFlag(p *zapcore.Level, def zapcore.Level) *levelFlag {
+	*p = def
+	return &levelFlag{p: p}
+}
+
+func (f *levelFlag) Set(s string) error { return f.p.Set(s) }
+
+func (f *levelFlag) String() string { return f.p.String() }
+func (f *levelFlag) Type() string   { return "string" }
+
+// checkedString is a string that check accepts.
+type checkedString struct {
+	p     *string
+	check func(string) error
+}
+
+// newCheckedString returns a checkedString for *p, set to def.
+func newCheckedString(p *string, def string, check func(string) error) *checkedString {
+	*p = def
+	return &checkedString{p: p, check: check}
+}
+
+func (f *checkedString) Set(s string) error {
+	if err := f.check(s); err != nil {
+		return err
+	}
+	*f.p = s
+	return nil
+}
+
+func (f *checkedString) String() string { return *f.p }
+func (f *checkedString) Type() string   { return "string" }
+
+// checkHost refuses an empty --host; the listener reports the rest.
+func checkHost(s string) error {
+	if s == "" {
+		return errors.New("empty host")
+	}
+	return nil
+}
+
+// checkOptionalLocation is packages.CheckLocation, where "" means the
+// default.
+func checkOptionalLocation(s string) error {
+	if s == "" {
+		return nil
+	}
+	return packages.CheckLocation(s)
+}
+
+// listFlag is a comma-separated list that parse splits and checks.
+type listFlag struct {
+	p     *[]string
+	parse func(string) ([]string, error)
+}
+
+func (f *listFlag) Set(s string) error {
+	list, err := f.parse(s)
+	if err != nil {
+		return err
+	}
+	*f.p = list
+	return nil
+}
+
+func (f *listFlag) String() string { return strings.Join(*f.p, ",") }
+func (f *listFlag) Type() string   { return "string" }
+
+// parseDeps splits --deps at commas, as upstream did, dropping empty entries,
+// and checks each requirement.
+func parseDeps(s string) ([]string, error) {
+	var deps []string
+	for dep := range strings.SplitSeq(s, ",") {
+		if dep = strings.TrimSpace(dep); dep == "" {
+			continue
+		}
+		if _, err := packages.ParseRequirement(dep); err != nil {
+			return nil, err
+		}
+		deps = append(deps, dep)
+	}
+	return deps, nil
+}
+
+// parseAllowNet splits --allow-net at commas and checks each host, dropping
+// repeats; nil for "", the flag not set. A list that names no host is an
+// error: it would mean either everything or nothing.
+func parseAllowNet(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var hosts []string
+	for entry := range strings.SplitSeq(s, ",") {
+		if strings.TrimSpace(entry) == "" {
+			continue
+		}
+		host, err := permissions.ParseHost(entry)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(hosts, host) {
+			hosts = append(hosts, host)
+		}
+	}
+	if len(hosts) == 0 {
+		return nil, errors.New("no host given; use --disable-networking for no network at all")
+	}
+	return hosts, nil
+}
+
+// parseAllowOrigin splits --allow-origin at commas into origins as
+// browsers send them (see transport.NormalizeOrigin), or "*".
+func parseAllowOrigin(s string) ([]string, error) {
+	var origins []string
+	for entry := range strings.SplitSeq(s, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		if entry != "*" {
+			origin, ok := transport.NormalizeOrigin(entry)
+			if !ok {
+				return nil, fmt.Errorf("%q is not an origin such as https://app.example.com or http://localhost:5173", entry)
+			}
+			entry = origin
+		}
+		origins = append(origins, entry)
+	}
+	return origins, nil
+}

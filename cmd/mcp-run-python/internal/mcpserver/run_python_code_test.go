@@ -1,0 +1,188 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcptest"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/render"
+	"github.com/mcp-run-python/mcp-run-python/supervisor"
+)
+
+// TestBadArguments checks that a call without python_code, or with one of
+// the wrong type, gets a tool error and that the server keeps serving.
+func TestBadArguments(t *testing.T) {
+	c := stdioServer(t, &mcptest.FakeRunner{Lines: 1})(t, mcptest.Legacy)
+	ctx := mcptest.Context(t)
+	tests := []struct {
+		name      string
+		arguments any
+		mention   string
+	}{
+		{"no arguments", nil, `missing required argument "python_code"`},
+		{"other argument", map[string]any{"code": "1"}, `missing required argument "python_code"`},
+		{"number", map[string]any{codeArgument: 5}, `invalid argument "python_code": expected a string, got number`},
+		{"null", map[string]any{codeArgument: nil}, "expected a string, got null"},
+		{"list", map[string]any{codeArgument: []string{"print(1)"}}, "expected a string, got array"},
+		{"object", map[string]any{codeArgument: map[string]any{}}, "expected a string, got object"},
+		{"arguments not an object", "print(1)", "invalid arguments: expected an object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text, isError, err := c.Call(ctx, tt.arguments)
+			if err != nil {
+				t.Fatalf("call: %v", err)
+			}
+			if !isError || !strings.Contains(text, tt.mention) {
+				t.Errorf("got isError %v %q, want a tool error mentioning %q", isError, text, tt.mention)
+			}
+		})
+	}
+	text, isError, err := c.Call(ctx, map[string]any{codeArgument: "after", "extra": true})
+	if err != nil || isError || text != mcptest.ExpectedXML("after", 1) {
+		t.Errorf("good call after bad ones: err %v, isError %v, %q", err, isError, text)
+	}
+}
+
+// TestRunErrorIsToolError checks that a call the runner cannot run gets a
+// tool error with the runner's message.
+func TestRunErrorIsToolError(t *testing.T) {
+	c := stdioServer(t, &mcptest.FakeRunner{RunErr: errors.New("no worker could be started: deno not found")})(t, mcptest.Legacy)
+	text, isError, err := c.Call(mcptest.Context(t), map[string]any{codeArgument: "1"})
+	if err != nil {
+		t.Fatalf("call: %v", err)
+	}
+	if !isError || text != "no worker could be started: deno not found" {
+		t.Errorf("got isError %v %q", isError, text)
+	}
+}
+
+// errorRunner fails the calls of the codes in errs and runs the others as
+// mcptest.FakeRunner does; it records the codes it was given.
+type errorRunner struct {
+	mcptest.FakeRunner
+	errs map[string]error
+
+	mu    sync.Mutex
+	codes []string
+}
+
+func (r *errorRunner) Run(ctx context.Context, code string, onLine func(supervisor.Line)) (supervisor.Result, error) {
+	r.mu.Lock()
+	r.codes = append(r.codes, code)
+	r.mu.Unlock()
+	if err := r.errs[code]; err != nil {
+		return supervisor.Result{}, err
+	}
+	return r.FakeRunner.Run(ctx, code, onLine)
+}
+
+// ran returns the codes run so far.
+func (r *errorRunner) ran() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.codes...)
+}
+
+// TestPoolErrorsAreToolErrors checks that calls the pool cannot take get a
+// tool error that says to try again, and that the server keeps serving.
+func TestPoolErrorsAreToolErrors(t *testing.T) {
+	r := &errorRunner{FakeRunner: mcptest.FakeRunner{Lines: 1}, errs: map[string]error{
+		"full":    fmt.Errorf("get a worker: %w", supervisor.ErrQueueFull),
+		"waited":  fmt.Errorf("get a worker: %w", supervisor.ErrQueueTimeout),
+		"no deno": errors.New("prepare the runtime: deno not found"),
+	}}
+	c := stdioServer(t, r)(t, mcptest.Legacy)
+	ctx := mcptest.Context(t)
+	tests := []struct {
+		code string
+		want string
+	}{
+		{"full", "the server is busy: get a worker: all workers are busy and the queue of waiting calls is full; try again later"},
+		{"waited", "the server is busy: get a worker: no worker became free within the queue timeout; try again later"},
+		{"no deno", "prepare the runtime: deno not found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.code, func(t *testing.T) {
+			text, isError, err := c.Call(ctx, map[string]any{codeArgument: tt.code})
+			if err != nil || !isError || text != tt.want {
+				t.Errorf("got err %v, isError %v, %q; want the tool error %q", err, isError, text, tt.want)
+			}
+			text, isError, err = c.Call(ctx, map[string]any{codeArgument: "next"})
+			if err != nil || isError || text != mcptest.ExpectedXML("next", 1) {
+				t.Errorf("call after the error: err %v, isError %v, %q", err, isError, text)
+			}
+		})
+	}
+}
+
+// jsonModeRunner returns a fixed result.
+type jsonModeRunner struct {
+	mcptest.FakeRunner
+	res supervisor.Result
+}
+
+func (r *jsonModeRunner) Run(context.Context, string, func(supervisor.Line)) (supervisor.Result, error) {
+	return r.res, nil
+}
+
+// TestReturnModeJSON checks that --return-mode json reaches the tool result.
+func TestReturnModeJSON(t *testing.T) {
+	tests := []struct {
+		name    string
+		res     supervisor.Result
+		want    string
+		isError bool
+	}{
+		{"success", supervisor.Result{Status: supervisor.StatusSuccess, Output: []string{"<b>"}, ReturnValue: json.RawMessage("{\n  \"x\": 1.0\n}")},
+			`{"status":"success","output":["<b>"],"return_value":{"x":1}}`, false},
+		{"invalid return value", supervisor.Result{Status: supervisor.StatusSuccess, ReturnValue: json.RawMessage("{")},
+			"render return value: invalid JSON", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := testOptions(&jsonModeRunner{res: tt.res})
+			o.ReturnMode = render.ReturnJSON
+			s := newRawStdio(t, o)
+			s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
+			s.recv()
+			s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_python_code","arguments":{"python_code":"x"}}}`)
+			var resp struct {
+				Result struct {
+					Content []struct {
+						Type string `json:"type"`
+						Text string `json:"text"`
+					} `json:"content"`
+					IsError bool `json:"isError"`
+				} `json:"result"`
+			}
+			if err := json.Unmarshal([]byte(s.recv()), &resp); err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			if len(resp.Result.Content) != 1 || resp.Result.Content[0].Type != "text" {
+				t.Fatalf("content %+v", resp.Result.Content)
+			}
+			// A tool error is checked by its start; the rest is encoding/json's.
+			got := resp.Result.Content[0].Text
+			if (tt.isError && !strings.HasPrefix(got, tt.want)) || (!tt.isError && got != tt.want) || resp.Result.IsError != tt.isError {
+				t.Errorf("got isError %v %q, want isError %v %q", resp.Result.IsError, got, tt.isError, tt.want)
+			}
+		})
+	}
+}
+
+func TestPythonCode(t *testing.T) {
+	code, err := pythonCode(map[string]any{codeArgument: "print(1)", "other": 1})
+	if err != nil || code != "print(1)" {
+		t.Errorf("pythonCode = %q, %v", code, err)
+	}
+	if code, err := pythonCode(map[string]any{codeArgument: ""}); err != nil || code != "" {
+		t.Errorf("empty code must be accepted, got %q, %v", code, err)
+	}
+}

@@ -1,0 +1,875 @@
+// Package transport serves the MCP server of package mcpserver over stdio,
+// Streamable HTTP (with sessions or stateless) and HTTP+SSE, behind the
+// front end's own limits and, in the HTTP modes, beside the probes; and it
+// shuts each down gracefully.
+package transport
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/exp/zapslog"
+
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcpserver"
+)
+
+// Paths of the HTTP modes.
+const (
+	streamablePath  = "/mcp"
+	sseStreamPath   = "/sse"
+	sseMessagesPath = "/messages"
+)
+
+// flushTimeout bounds each of the last steps of a shutdown, once no call
+// runs any more: results reaching their clients, connections closing.
+const flushTimeout = 2 * time.Second
+
+// Options is what every transport is built from: its MCP server's options
+// and the limits of the front end.
+type Options struct {
+	mcpserver.Options
+	// CodeLimit is the supervisor's largest code, in bytes (0: none): the
+	// default request limit leaves room for it. The supervisor enforces it.
+	CodeLimit int
+	// Limits bound what callers can make the front end hold; nil means the
+	// defaults for CodeLimit.
+	Limits *Limits
+}
+
+// frontEndLimits returns o.Limits, or the defaults when it is nil.
+func (o Options) frontEndLimits() Limits {
+	if o.Limits != nil {
+		return *o.Limits
+	}
+	return DefaultLimits(int64(o.CodeLimit))
+}
+
+// stdioToolWorkers returns how many tool calls the stdio server runs at once.
+// mcp-go's default is 5. Calls beyond the worker limit should wait inside
+// Run, where notifications/cancelled can reach them, rather than in mcp-go's
+// queue, where it cannot; mcp-go caps the pool at 100.
+func stdioToolWorkers(workers int) int {
+	return min(max(4*workers, 32), 100)
+}
+
+// ServeStdio serves MCP on in and out until in ends or ctx is done. When ctx
+// is done it shuts down gracefully: new calls are refused while stdin is
+// still read (so that notifications/cancelled reach the running calls),
+// running calls get o.Calls's timeout to finish and their results are
+// written, and those that outlast it are cancelled.
+func ServeStdio(ctx context.Context, o Options, workers int, in io.Reader, out io.Writer) error {
+	mcpServer := mcpserver.New(o.Options, mcpserver.NewLevelStore(true), &server.Hooks{})
+	w := &syncWriter{w: out}
+	if limit := o.frontEndLimits().RequestLimit; limit > 0 {
+		// Lines over the limit get an error response, through w so that it
+		// does not interleave with mcp-go's, and the server reads on.
+		in = newLineLimitReader(in, int(limit), func(prefix []byte, size int64) {
+			o.Log.Warn("a line on stdin over the request limit was skipped",
+				zap.Int64("bytes", size), zap.Int64("limit", limit))
+			_, _ = w.Write(oversizedLineError(prefix, size, int(limit)))
+		})
+	}
+	stdio := server.NewStdioServer(mcpServer)
+	for _, opt := range []server.StdioOption{
+		server.WithErrorLogger(zap.NewStdLog(o.Log)),
+		server.WithWorkerPoolSize(stdioToolWorkers(workers)),
+		server.WithStdioContextFunc(func(ctx context.Context) context.Context {
+			return mcpserver.WithNotifier(ctx, stdioNotifier{out: w})
+		}),
+	} {
+		opt(stdio)
+	}
+	// mcp-go cancels every request as soon as Listen's context ends, so it
+	// gets one of its own, ended only once the calls are over.
+	listenCtx, stopListening := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopListening()
+	listened := make(chan error, 1)
+	// Listen writes every message through w, which stdioNotifier shares.
+	go func() { listened <- stdio.Listen(listenCtx, in, w) }()
+	var err error
+	select {
+	case err = <-listened: // stdin ended
+	case <-ctx.Done():
+		o.Calls.Shutdown(o.Log)
+		// Listen returns once its tool workers have written their results.
+		stopListening()
+		select {
+		case err = <-listened:
+		case <-time.After(flushTimeout):
+			o.Log.Warn("the stdio server did not stop", zap.Duration("waited", flushTimeout))
+			return nil
+		}
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("stdio: %w", err)
+	}
+	return nil
+}
+
+// HTTPFrontEnd is the HTTP handler of one of the HTTP modes, with what its
+// graceful shutdown needs: the program builds it with NewHTTPFrontEnd, adds
+// the probes, and serves it with ServeHTTP, which applies the limits.
+type HTTPFrontEnd struct {
+	handler http.Handler
+	// closeSessions ends the long-lived streams (SSE streams, standalone GET
+	// streams) so that a graceful shutdown need not wait for them.
+	closeSessions func(ctx context.Context)
+	// pending holds the requests whose response has not reached its client
+	// yet: a shutdown closes the sessions only once it is empty.
+	pending *pendingResponses
+	// calls admits the tool calls and stops them at shutdown.
+	calls *mcpserver.CallGate
+	// front holds the limits that ServeHTTP applies to every connection and
+	// request, and what they count.
+	front *frontEnd
+}
+
+// Kind is one of the HTTP transports; the command line's HTTP modes name
+// them.
+type Kind int
+
+// The HTTP transports.
+const (
+	// SSE is the 2024-11-05 HTTP+SSE transport.
+	SSE Kind = iota + 1
+	// StreamableHTTP is Streamable HTTP with sessions.
+	StreamableHTTP
+	// StreamableHTTPStateless is Streamable HTTP without sessions.
+	StreamableHTTPStateless
+)
+
+// Path is where the clients of k connect, for the program to announce.
+func (k Kind) Path() string {
+	if k == SSE {
+		return sseStreamPath
+	}
+	return streamablePath
+}
+
+// NewHTTPFrontEnd builds the handler of kind.
+func NewHTTPFrontEnd(kind Kind, o Options) (*HTTPFrontEnd, error) {
+	switch kind {
+	case SSE:
+		return newSSEFrontEnd(o), nil
+	case StreamableHTTP:
+		return newStreamableFrontEnd(o, false), nil
+	case StreamableHTTPStateless:
+		return newStreamableFrontEnd(o, true), nil
+	}
+	return nil, fmt.Errorf("no HTTP transport of kind %d", kind)
+}
+
+// AddProbes serves p's endpoints beside MCP; the program adds them to every
+// HTTP mode.
+func (fe *HTTPFrontEnd) AddProbes(p Probes) {
+	fe.handler = p.handler(fe.handler)
+}
+
+// frontHandler is the handler of Streamable HTTP. It carries the front
+// end's metrics to Probes.handler, which registers them with the others, as
+// sseHandler does.
+type frontHandler struct {
+	http.Handler
+	front *frontEnd
+}
+
+// collectors returns the front end's metrics.
+func (h frontHandler) collectors() []prometheus.Collector { return h.front.collectors() }
+
+// corsOrigins returns the origins to answer CORS requests for: those of
+// --allow-origin, without which browsers could not read the answers.
+func corsOrigins(l Limits) []server.CORSOption {
+	if len(l.AllowOrigins) == 0 {
+		return nil
+	}
+	return []server.CORSOption{server.WithCORSAllowedOrigins(l.AllowOrigins...)}
+}
+
+// newSSEFrontEnd serves the 2024-11-05 HTTP+SSE transport: GET /sse opens the
+// stream and announces /messages?sessionId=..., where the client POSTs.
+func newSSEFrontEnd(o Options) *HTTPFrontEnd {
+	front := newFrontEnd(o.frontEndLimits(), o.Log)
+	pending := newPendingResponses()
+	streams := newSSEStreams(front.limits, pending)
+	front.liveSessions = streams.count
+	hooks := &server.Hooks{}
+	watch := newSessionWatch()
+	watch.install(hooks)
+	hooks.AddOnRegisterSession(func(ctx context.Context, session server.ClientSession) {
+		// ctx is the request context of the GET that opens the stream.
+		if stream, ok := ctx.Value(sseStreamKey{}).(*sseStream); ok {
+			stream.setSessionID(session.SessionID())
+			streams.register(session.SessionID(), stream)
+		}
+	})
+	mcpServer := mcpserver.New(o.Options, mcpserver.NewLevelStore(true), hooks)
+	var sse *server.SSEServer
+	sse = server.NewSSEServer(mcpServer,
+		server.WithSSEEndpoint(sseStreamPath),
+		server.WithMessageEndpoint(sseMessagesPath),
+		server.WithSSEContextFunc(func(ctx context.Context, _ *http.Request) context.Context {
+			session := server.ClientSessionFromContext(ctx)
+			if session == nil {
+				return ctx
+			}
+			ctx = mcpserver.WithNotifier(ctx, sseNotifier{events: sse, sessionID: session.SessionID()})
+			return mcpserver.WithSessionDone(ctx, watch.done(session.SessionID()))
+		}),
+		server.WithSSECORS(corsOrigins(front.limits)...),
+	)
+	return &HTTPFrontEnd{
+		handler:       &sseHandler{sse: sse, pending: pending, streams: streams, front: front},
+		closeSessions: func(context.Context) { sse.CloseSessions() },
+		pending:       pending,
+		calls:         o.Calls,
+		front:         front,
+	}
+}
+
+// sseHandler wraps mcp-go's SSE server to follow each request from its POST
+// until its response is written to the session's stream. mcp-go queues a
+// response after the handler returns and writes it from the stream's own
+// goroutine, so a shutdown that closed the sessions as soon as the calls
+// returned would lose their results.
+type sseHandler struct {
+	sse     *server.SSEServer
+	pending *pendingResponses
+	streams *sseStreams // caps the streams and ends the idle ones
+	front   *frontEnd
+}
+
+// collectors returns the front end's metrics, for Probes.handler.
+func (h *sseHandler) collectors() []prometheus.Collector { return h.front.collectors() }
+
+// ServeHTTP implements http.Handler.
+func (h *sseHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == sseStreamPath:
+		h.serveStream(w, r)
+	case r.Method == http.MethodPost && r.URL.Path == sseMessagesPath:
+		h.serveMessage(w, r)
+	default:
+		h.sse.ServeHTTP(w, r)
+	}
+}
+
+// serveStream serves a session's event stream through an sseStream, which
+// marks responses delivered as they are flushed. Each stream is an MCP
+// session: past the cap a new one gets 503, and one idle for too long is
+// closed.
+func (h *sseHandler) serveStream(w http.ResponseWriter, r *http.Request) {
+	f, ok := w.(http.Flusher)
+	if !ok {
+		h.sse.ServeHTTP(w, r)
+		return
+	}
+	if !h.streams.acquire() {
+		h.front.reject("mcp_sessions_full")
+		refuseFull(w, nil, fmt.Sprintf("too many MCP sessions: the server holds its limit of %d SSE streams (--max-mcp-sessions); try again later",
+			h.streams.max))
+		return
+	}
+	defer h.streams.release()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stream := &sseStream{ResponseWriter: w, flusher: f, pending: h.pending}
+	h.streams.watchIdle(stream, cancel)
+	defer stream.stopIdle()
+	r = r.WithContext(context.WithValue(ctx, sseStreamKey{}, stream))
+	h.sse.ServeHTTP(stream, r)
+	h.streams.unregister(stream.sessionID(), stream)
+	// Nothing more reaches this session.
+	h.pending.dropGroup(stream.sessionID())
+}
+
+// serveMessage records a request as pending before mcp-go sees it; mcp-go
+// answers 202 and sends the response on the stream later.
+func (h *sseHandler) serveMessage(w http.ResponseWriter, r *http.Request) {
+	body, err := requestBody(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	session := r.URL.Query().Get("sessionId")
+	h.streams.message(session)
+	key, ok := requestKey(body)
+	if !ok {
+		h.sse.ServeHTTP(w, r)
+		return
+	}
+	h.pending.add(session, key)
+	rec := &statusRecorder{ResponseWriter: w}
+	h.sse.ServeHTTP(rec, r)
+	if rec.status != http.StatusAccepted {
+		h.pending.done(session, key) // refused: no response will follow
+	}
+}
+
+// sseStreamKey is the context key of the sseStream of a GET /sse request.
+type sseStreamKey struct{}
+
+// sseStream is the ResponseWriter of one SSE stream. mcp-go writes each
+// event with one Write and then flushes; the responses among them are marked
+// delivered at the flush.
+type sseStream struct {
+	http.ResponseWriter
+	flusher http.Flusher
+	pending *pendingResponses
+
+	// idleTimer closes the stream when its client sends no first message
+	// in time, or once it has been idle for too long; see
+	// sseStreams.watchIdle. It is nil, and watched false, when neither
+	// applies.
+	idleTimer  *time.Timer
+	watched    bool
+	greeted    atomic.Bool  // the client has sent a message
+	lastActive atomic.Int64 // when, in Unix nanoseconds, once greeted
+
+	mu      sync.Mutex
+	session string
+	written []string // keys of responses written, not yet flushed
+}
+
+// touch records activity on the stream: a message from its client when
+// message is set, else an event sent, which counts only once the client
+// has sent a message.
+func (s *sseStream) touch(message bool) {
+	if !s.watched {
+		return
+	}
+	if message {
+		s.lastActive.Store(time.Now().UnixNano())
+		s.greeted.Store(true)
+	} else if s.greeted.Load() {
+		s.lastActive.Store(time.Now().UnixNano())
+	}
+}
+
+// stopIdle stops watching the stream for idleness.
+func (s *sseStream) stopIdle() {
+	if s.idleTimer != nil {
+		s.idleTimer.Stop()
+	}
+}
+
+// setSessionID records the session the stream belongs to.
+func (s *sseStream) setSessionID(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.session = id
+}
+
+// sessionID returns the stream's session, "" before it is registered.
+func (s *sseStream) sessionID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.session
+}
+
+// Write implements http.ResponseWriter.
+func (s *sseStream) Write(p []byte) (int, error) {
+	n, err := s.ResponseWriter.Write(p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.session != "" && s.pending.has(s.session) {
+		if key, ok := responseKey(p); ok {
+			s.written = append(s.written, key)
+		}
+	}
+	return n, err
+}
+
+// Flush implements http.Flusher.
+func (s *sseStream) Flush() {
+	s.flusher.Flush()
+	s.touch(false)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, key := range s.written {
+		s.pending.done(s.session, key)
+	}
+	s.written = nil
+}
+
+// Unwrap returns the underlying ResponseWriter, for http.ResponseController.
+func (s *sseStream) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// statusRecorder records the status code a handler answers with.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+// WriteHeader implements http.ResponseWriter.
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+// Write implements http.ResponseWriter.
+func (r *statusRecorder) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(p)
+}
+
+// Unwrap returns the underlying ResponseWriter, for http.ResponseController.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// requestKey returns the key of the ID of a JSON-RPC request, false for
+// anything else (notifications, responses, batches, garbage).
+func requestKey(body []byte) (string, bool) {
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.Method == "" {
+		return "", false
+	}
+	return idKey(msg.ID)
+}
+
+// sseMessagePrefix starts every message event mcp-go writes to a stream.
+const sseMessagePrefix = "event: message\ndata: "
+
+// responseKey returns the key of the ID of the JSON-RPC response an SSE
+// event carries, false for other events (notifications, requests, the
+// endpoint).
+func responseKey(event []byte) (string, bool) {
+	data, ok := bytes.CutPrefix(event, []byte(sseMessagePrefix))
+	if !ok {
+		return "", false
+	}
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(bytes.TrimSpace(data), &msg) != nil || msg.Method != "" || (msg.Result == nil && msg.Error == nil) {
+		return "", false
+	}
+	return idKey(msg.ID)
+}
+
+// idKey returns a key for a JSON-RPC ID that matches however the ID is
+// spelled: mcp-go decodes request IDs and encodes them again for the
+// response, so 1.0 comes back as 1.
+func idKey(raw json.RawMessage) (string, bool) {
+	var id any
+	if len(raw) == 0 || json.Unmarshal(raw, &id) != nil {
+		return "", false
+	}
+	switch id := id.(type) {
+	case string:
+		return "s:" + id, true
+	case float64:
+		return "n:" + strconv.FormatFloat(id, 'g', -1, 64), true
+	}
+	return "", false
+}
+
+// pendingResponses holds the requests whose response has not reached the
+// client yet, by group (an SSE session; Streamable HTTP uses one group).
+type pendingResponses struct {
+	mu      sync.Mutex
+	groups  map[string]map[string]struct{}
+	n       int
+	changed chan struct{} // closed and replaced whenever n falls
+	next    atomic.Uint64 // for unique keys
+}
+
+// newPendingResponses returns an empty set.
+func newPendingResponses() *pendingResponses {
+	return &pendingResponses{groups: map[string]map[string]struct{}{}, changed: make(chan struct{})}
+}
+
+// uniqueKey returns a key no other caller gets.
+func (p *pendingResponses) uniqueKey() string {
+	return "u:" + strconv.FormatUint(p.next.Add(1), 10)
+}
+
+// add records a pending response.
+func (p *pendingResponses) add(group, key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	keys := p.groups[group]
+	if keys == nil {
+		keys = map[string]struct{}{}
+		p.groups[group] = keys
+	}
+	if _, ok := keys[key]; !ok {
+		keys[key] = struct{}{}
+		p.n++
+	}
+}
+
+// done records that a response reached its client.
+func (p *pendingResponses) done(group, key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	keys := p.groups[group]
+	if _, ok := keys[key]; !ok {
+		return
+	}
+	delete(keys, key)
+	if len(keys) == 0 {
+		delete(p.groups, group)
+	}
+	p.fell(1)
+}
+
+// dropGroup forgets the responses of a group that no client will receive.
+func (p *pendingResponses) dropGroup(group string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.groups[group]); n > 0 {
+		delete(p.groups, group)
+		p.fell(n)
+	}
+}
+
+// fell lowers the count by n and wakes the waiters; p.mu is held.
+func (p *pendingResponses) fell(n int) {
+	p.n -= n
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// has reports whether a group has pending responses.
+func (p *pendingResponses) has(group string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.groups[group]) > 0
+}
+
+// wait returns once no response is pending, or with ctx's error.
+func (p *pendingResponses) wait(ctx context.Context) error {
+	for {
+		p.mu.Lock()
+		n, changed := p.n, p.changed
+		p.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("%d response(s) not delivered: %w", n, ctx.Err())
+		}
+	}
+}
+
+// newStreamableFrontEnd serves Streamable HTTP at /mcp, with sessions or
+// stateless.
+func newStreamableFrontEnd(o Options, stateless bool) *HTTPFrontEnd {
+	front := newFrontEnd(o.frontEndLimits(), o.Log)
+	hooks := &server.Hooks{}
+	listen := newListenStreams()
+	hooks.AddOnUnregisterSession(func(_ context.Context, session server.ClientSession) {
+		listen.end(session.SessionID())
+	})
+	mcpServer := mcpserver.New(o.Options, mcpserver.NewLevelStore(!stateless), hooks)
+	opts := []server.StreamableHTTPOption{
+		server.WithEndpointPath(streamablePath),
+		server.WithStreamableHTTPLogger(slogLogger(o.Log)),
+		server.WithStreamableHTTPCORS(corsOrigins(front.limits)...),
+	}
+	var ids *sessionIDs
+	if stateless {
+		opts = append(opts, server.WithStateLess(true))
+	} else {
+		ids = newSessionIDs(front.limits.MaxMCPSessions)
+		// Session IDs must name a live session of this server; mcp-go's
+		// default only checks their format.
+		opts = append(opts, server.WithSessionIdManagerResolver(ids))
+		front.liveSessions = ids.count
+		if ttl := front.limits.MCPSessionIdle; ttl > 0 {
+			opts = append(opts, server.WithSessionIdleTTL(ttl))
+		}
+	}
+	streamable := server.NewStreamableHTTPServer(mcpServer, opts...)
+	pending := newPendingResponses()
+	mux := http.NewServeMux()
+	mux.Handle(streamablePath, &streamableHandler{
+		next: streamable, stateless: stateless, pending: pending,
+		ids: ids, listen: listen, front: front,
+	})
+	return &HTTPFrontEnd{
+		handler: frontHandler{Handler: mux, front: front},
+		// Shutdown, rather than CloseSessions, also stops the idle sweeper.
+		closeSessions: func(ctx context.Context) { _ = streamable.Shutdown(ctx) },
+		pending:       pending,
+		calls:         o.Calls,
+		front:         front,
+	}
+}
+
+// streamableHandler wraps mcp-go's Streamable HTTP handler.
+type streamableHandler struct {
+	next      http.Handler
+	stateless bool
+	pending   *pendingResponses // POSTs in flight: each carries its response
+	ids       *sessionIDs       // the live sessions (with sessions only)
+	listen    *listenStreams    // the GET streams (with sessions only)
+	front     *frontEnd
+}
+
+// ServeHTTP gives each request a callStream and its notifier (see
+// httpNotifier) and, where mcp-go would let clients interfere, answers
+// requests itself:
+//
+//   - In stateless mode GET and DELETE get 405, as upstream answered: mcp-go
+//     would register a GET stream as session "", which every later stateless
+//     POST of every client then shares.
+//   - A notifications/cancelled without a session of its own (stateless, or
+//     protocol 2026-07-28) is acknowledged and dropped: mcp-go keys in-flight
+//     requests by session ID and request ID, so with the shared ID "" it
+//     would cancel another client's call that has the same request ID. Such
+//     clients cancel by closing the request, which cancels the call.
+//   - With sessions, an initialize past --max-mcp-sessions gets 503, and a
+//     GET stream must name a live session that has no stream yet (see
+//     serveListen).
+func (h *streamableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.stateless && (r.Method == http.MethodGet || r.Method == http.MethodDelete) {
+		writeMethodNotAllowed(w)
+		return
+	}
+	if !h.stateless && r.Method == http.MethodGet && !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+		var st *listenStream
+		if r, st = h.serveListen(w, r); st == nil {
+			return
+		}
+		defer h.listen.stop(r.Header.Get(server.HeaderKeySessionID), st)
+	}
+	if r.Method == http.MethodPost && r.Body != nil {
+		body, err := requestBody(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if unaddressableCancel(h.stateless, r.Header, body) {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		if !h.stateless && isInitialize(body) {
+			var res *reservation
+			var ok bool
+			if r, res, ok = h.ids.reserve(r); !ok {
+				h.front.reject("mcp_sessions_full")
+				refuseFull(w, requestID(body), fmt.Sprintf(
+					"too many MCP sessions: the server holds its limit of %d (--max-mcp-sessions); try again later, or end unused sessions with DELETE",
+					h.ids.max))
+				return
+			}
+			defer h.ids.unreserve(res)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		key := h.pending.uniqueKey()
+		h.pending.add("", key)
+		defer h.pending.done("", key)
+	}
+	if f, ok := w.(http.Flusher); ok {
+		stream := newCallStream(w, f)
+		r = r.WithContext(mcpserver.WithNotifier(r.Context(), httpNotifier{stream: stream}))
+		w = stream
+	}
+	h.next.ServeHTTP(w, r)
+}
+
+// serveListen admits a standalone GET stream, as the MCP TypeScript SDK
+// does: it needs the Mcp-Session-Id of a live session (400 without, 404 for
+// another), and a session has one stream at most (409 for a second). mcp-go
+// would open a stream, and register a new session, for any ID or none,
+// outside the session cap. It returns r with the stream's context, which
+// the end of its session cancels, and the stream; nil when it has answered.
+func (h *streamableHandler) serveListen(w http.ResponseWriter, r *http.Request) (*http.Request, *listenStream) {
+	id := r.Header.Get(server.HeaderKeySessionID)
+	switch {
+	case id == "":
+		writeJSONRPCError(w, http.StatusBadRequest, nil, codeRefused, "Bad Request: the Mcp-Session-Id header is required")
+		return r, nil
+	case !h.ids.isLive(id):
+		writeJSONRPCError(w, http.StatusNotFound, nil, codeRefused, "Session not found")
+		return r, nil
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	st, ok := h.listen.start(id, cancel)
+	if !ok {
+		cancel()
+		writeJSONRPCError(w, http.StatusConflict, nil, codeRefused, "Conflict: only one stream is allowed per session")
+		return r, nil
+	}
+	return r.WithContext(ctx), st
+}
+
+// isInitialize reports whether body is an initialize request.
+func isInitialize(body []byte) bool {
+	var msg struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(body, &msg) == nil && msg.Method == string(mcp.MethodInitialize)
+}
+
+// writeMethodNotAllowed answers as upstream's stateless server did.
+func writeMethodNotAllowed(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusMethodNotAllowed)
+	_, _ = io.WriteString(w, `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Method not allowed."},"id":null}`)
+}
+
+// unaddressableCancel reports whether body is a notifications/cancelled that
+// mcp-go could only match against a shared session (see streamableHandler).
+func unaddressableCancel(stateless bool, header http.Header, body []byte) bool {
+	var msg struct {
+		Method string `json:"method"`
+		Params struct {
+			Meta *mcp.Meta `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.Method != string(mcp.MethodNotificationCancelled) {
+		return false
+	}
+	return stateless ||
+		mcp.IsModernProtocol(header.Get(mcp.HeaderProtocolVersion)) ||
+		mcp.IsModernProtocol(msg.Params.Meta.ProtocolVersion())
+}
+
+// ServeHTTP serves fe on ln until ctx is done, then shuts down gracefully:
+// the listener closes and new calls are refused, running calls get
+// fe.calls's timeout to finish and are cancelled after it, their results
+// reach their clients, and then the long-lived streams are closed.
+//
+// Every request passes fe's guard (Host, Origin, request limit, read
+// timeout), and the connections are capped (see connLimiter).
+func ServeHTTP(ctx context.Context, ln net.Listener, fe *HTTPFrontEnd, log *zap.Logger) error {
+	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBase()
+	if fe.front == nil {
+		fe.front = newFrontEnd(DefaultLimits(0), log)
+	}
+	conns := newConnLimiter(ln, fe.front)
+	srv := &http.Server{
+		Handler: fe.front.guard(fe.handler),
+		// No ReadTimeout or WriteTimeout: they would cut the streams.
+		// guard bounds the body's reading instead.
+		ReadHeaderTimeout: fe.front.limits.ReadTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ConnState:         conns.connState,
+		ConnContext:       withConn,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          zap.NewStdLog(log),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(conns) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve http: %w", err)
+	case <-ctx.Done():
+	}
+
+	fe.calls.Close()
+	// Shutdown closes the listener and idle connections at once and returns
+	// when the rest are idle, which needs the sessions closed.
+	shutdownCtx, cancelShutdown := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelShutdown()
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- srv.Shutdown(shutdownCtx) }()
+	fe.calls.Shutdown(log)
+	flushCtx, cancelFlush := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+	defer cancelFlush()
+	if err := fe.pending.wait(flushCtx); err != nil {
+		log.Warn("results lost at shutdown", zap.Error(err))
+	}
+	fe.closeSessions(flushCtx)
+	select {
+	case err := <-shutdown:
+		if err != nil {
+			log.Warn("shut down the HTTP server", zap.Error(err))
+		}
+	case <-time.After(flushTimeout):
+		log.Warn("connections still open at shutdown are closed")
+		cancelShutdown()
+		cancelBase()
+		_ = srv.Close()
+		<-shutdown
+	}
+	<-served
+	return nil
+}
+
+// sessionWatch keeps, for each live session, a channel closed when the
+// session ends (see withSessionCancel).
+type sessionWatch struct {
+	mu    sync.Mutex
+	chans map[string]chan struct{}
+}
+
+// newSessionWatch returns an empty watch.
+func newSessionWatch() *sessionWatch {
+	return &sessionWatch{chans: map[string]chan struct{}{}}
+}
+
+// install follows session registration through hooks.
+func (w *sessionWatch) install(hooks *server.Hooks) {
+	hooks.AddOnRegisterSession(func(_ context.Context, session server.ClientSession) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.chans[session.SessionID()] = make(chan struct{})
+	})
+	hooks.AddOnUnregisterSession(func(_ context.Context, session server.ClientSession) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if ch, ok := w.chans[session.SessionID()]; ok {
+			close(ch)
+			delete(w.chans, session.SessionID())
+		}
+	})
+}
+
+// done returns the channel of a session; for a session that is not (or no
+// longer) registered it returns a closed channel.
+func (w *sessionWatch) done(sessionID string) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ch, ok := w.chans[sessionID]; ok {
+		return ch
+	}
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}
+
+// slogLogger returns an slog logger that writes to log's core under log's
+// name, for mcp-go, so that its records reach stderr at the configured
+// level. zapslog maps the levels (below Info to Debug, Warn, Error), writes
+// a group's attributes in a zap namespace and a group attribute as an
+// object. It adds no stack traces: mcp-go logs a client that went away as an
+// error, which is not the server's fault, and log adds none either.
+func slogLogger(log *zap.Logger) *slog.Logger {
+	return slog.New(zapslog.NewHandler(log.Core(),
+		zapslog.WithName(log.Name()),
+		zapslog.AddStacktraceAt(slog.Level(math.MaxInt)),
+	))
+}
