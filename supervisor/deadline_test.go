@@ -37,7 +37,7 @@ func TestOneTimeLimitForTheWholeCall(t *testing.T) {
 			srv, _ := repo.Serve(t, pt.Variant{JSON: true, Metadata: true}, tt.delay)
 			s := start(t, Config{Workers: 1, Timeout: timeout, Grace: grace, IndexURL: srv.URL + "/simple/"})
 			begin := time.Now()
-			res, err := s.Exec(context.Background(), Request{Code: script(name)})
+			res, err := s.Run(context.Background(), Request{Code: script(name)})
 			took := time.Since(begin)
 			t.Logf("%s in %v: %q", res.Status, took.Round(time.Millisecond), res.Error)
 			if err != nil {

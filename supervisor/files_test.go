@@ -17,9 +17,9 @@ func execute(t *testing.T, s *Supervisor, req Request) Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := s.Exec(ctx, req)
+	res, err := s.Run(ctx, req)
 	if err != nil {
-		t.Fatalf("Exec(%q): %v", req.Code, err)
+		t.Fatalf("Run(%q): %v", req.Code, err)
 	}
 	return res
 }
@@ -172,7 +172,7 @@ func TestMountPastItsLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := start(t, Config{Workers: 1, Mounts: []mount.Mount{{Host: dir, Sandbox: "/data"}}, MountLimits: mount.Limits{MaxBytes: 1024}})
-	_, err := s.Exec(context.Background(), Request{Code: "1"})
+	_, err := s.Run(context.Background(), Request{Code: "1"})
 	if err == nil || !strings.Contains(err.Error(), "--mount-limit") {
 		t.Errorf("Exec = %v, want an error naming --mount-limit", err)
 	}

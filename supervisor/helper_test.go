@@ -96,7 +96,7 @@ func serveUntilKilled() {
 	state := "idle"
 	if os.Getenv("HELPER_CALL") == "busy" {
 		started := make(chan struct{})
-		go s.Exec(ctx, Request{Code: "print('started')\nwhile True: pass", OnLine: func(Line) { close(started) }})
+		go s.Run(ctx, Request{Code: "print('started')\nwhile True: pass", OnLine: func(Line) { close(started) }})
 		<-started
 		state = "busy"
 	}

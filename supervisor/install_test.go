@@ -109,10 +109,10 @@ func TestWaitingForAWorkerDoesNotCountAgainstTheInstall(t *testing.T) {
 	go func() {
 		defer close(busy)
 		// Holds the only worker for the whole time limit and the grace.
-		_, _ = s.Exec(ctx, Request{Code: "while True:\n    pass"})
+		_, _ = s.Run(ctx, Request{Code: "while True:\n    pass"})
 	}()
 	time.Sleep(200 * time.Millisecond) // let the loop take the worker first
-	res, err := s.Exec(ctx, Request{Code: "import json\njson.dumps(1)"})
+	res, err := s.Run(ctx, Request{Code: "import json\njson.dumps(1)"})
 	if err != nil || res.Status != StatusSuccess {
 		t.Errorf("a call that waited longer than its time limit for a worker: %+v, %v", res, err)
 	}

@@ -51,7 +51,7 @@ func TestWorkersThatNeverConnect(t *testing.T) {
 		}
 	})
 
-	_, err := s.Exec(context.Background(), Request{Code: "1"})
+	_, err := s.Run(context.Background(), Request{Code: "1"})
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "did not connect") {
 		t.Fatalf("Run with workers that never connect: %v, want ErrUnavailable naming the reason", err)
 	}
@@ -71,7 +71,7 @@ func TestWorkersThatNeverConnect(t *testing.T) {
 	if h := s.Health(); h.Err != "" {
 		t.Errorf("Health after recovery = %+v", h)
 	}
-	res, err := s.Exec(context.Background(), Request{Code: "1+1"})
+	res, err := s.Run(context.Background(), Request{Code: "1+1"})
 	if err != nil || string(res.ReturnValue) != "2" {
 		t.Errorf("after recovery: %+v, %v", res, err)
 	}
@@ -84,19 +84,19 @@ func TestQueue(t *testing.T) {
 	var first, second Result
 	wg.Go(func() {
 		var once sync.Once
-		first, _ = s.Exec(context.Background(), Request{Code: "print('busy')\nwhile True: pass", OnLine: func(Line) { once.Do(func() { close(started) }) }})
+		first, _ = s.Run(context.Background(), Request{Code: "print('busy')\nwhile True: pass", OnLine: func(Line) { once.Do(func() { close(started) }) }})
 	})
 	<-started
 	wg.Go(func() {
 		var err error
-		if second, err = s.Exec(context.Background(), Request{Code: "'second'"}); err != nil {
+		if second, err = s.Run(context.Background(), Request{Code: "'second'"}); err != nil {
 			t.Errorf("the queued call: %v", err)
 		}
 	})
 	for s.Health().Waiting != 1 {
 		time.Sleep(10 * time.Millisecond) // bounded: the call above queues at once
 	}
-	if _, err := s.Exec(context.Background(), Request{Code: "'third'"}); !errors.Is(err, ErrQueueFull) {
+	if _, err := s.Run(context.Background(), Request{Code: "'third'"}); !errors.Is(err, ErrQueueFull) {
 		t.Errorf("a call beyond the queue: %v, want ErrQueueFull", err)
 	}
 	wg.Wait()
@@ -128,7 +128,7 @@ func TestWarmAndLiveLimits(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 3 {
 		wg.Go(func() {
-			res, err := s.Exec(context.Background(), Request{Code: "import time\nt = time.time()\nwhile time.time() < t + 1: pass\n'done'"})
+			res, err := s.Run(context.Background(), Request{Code: "import time\nt = time.time()\nwhile time.time() < t + 1: pass\n'done'"})
 			if err != nil || string(res.ReturnValue) != `"done"` {
 				t.Errorf("call %d: %+v %v", i, res, err)
 			}
@@ -171,7 +171,7 @@ func TestCodeLimit(t *testing.T) {
 			// a runtime, which tells it apart from a refusal.
 			s := New(Config{CodeLimit: tt.limit, Deno: "/nonexistent/deno", CacheDir: t.TempDir()}, zaptest.NewLogger(t))
 			defer s.Close(context.Background())
-			_, err := s.Exec(context.Background(), Request{Code: tt.code})
+			_, err := s.Run(context.Background(), Request{Code: tt.code})
 			if tt.want == "" {
 				if errors.Is(err, ErrCodeTooLarge) {
 					t.Errorf("refused code within the limit: %v", err)
@@ -194,7 +194,7 @@ func TestCancelInterruptsTheCode(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		res, err = s.Exec(ctx, Request{Code: "print('x')\nwhile True: pass", OnLine: func(Line) { close(started) }})
+		res, err = s.Run(ctx, Request{Code: "print('x')\nwhile True: pass", OnLine: func(Line) { close(started) }})
 	}()
 	<-started
 	cancel()

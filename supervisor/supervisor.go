@@ -351,14 +351,8 @@ func (s *Supervisor) repair(ctx context.Context, broken *runtimeFiles, what stri
 // Run runs a call in a fresh interpreter. Failures of the code itself, its
 // time limit and crashes of its worker are reported in the Result; the
 // error is for calls that could not be run at all.
-func (s *Supervisor) Exec(ctx context.Context, req Request) (Result, error) {
+func (s *Supervisor) Run(ctx context.Context, req Request) (Result, error) {
 	return s.serve(ctx, req, nil)
-}
-
-// Run is Exec with the old signature, until the front end moves to Exec.
-// TODO(session): remove.
-func (s *Supervisor) Run(ctx context.Context, code string, onLine func(Line)) (Result, error) {
-	return s.serve(ctx, Request{Code: code, OnLine: onLine}, nil)
 }
 
 // serve runs a call in a fresh interpreter, or in ss's when ss is not nil.

@@ -91,7 +91,7 @@ func run(t *testing.T, s *Supervisor, code string) (Result, []Line) {
 	var lines []Line
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := s.Exec(ctx, Request{Code: code, OnLine: func(l Line) { lines = append(lines, l) }})
+	res, err := s.Run(ctx, Request{Code: code, OnLine: func(l Line) { lines = append(lines, l) }})
 	if err != nil {
 		t.Fatalf("Run(%q): %v", code, err)
 	}
@@ -215,7 +215,7 @@ func TestKilledWorkerGivesRunError(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		res, err = s.Exec(context.Background(), Request{Code: "print('looping')\nwhile True: pass", OnLine: func(Line) { started <- struct{}{} }})
+		res, err = s.Run(context.Background(), Request{Code: "print('looping')\nwhile True: pass", OnLine: func(Line) { started <- struct{}{} }})
 	}()
 	<-started
 	// With one slot, the busy worker is the only deno process we started:

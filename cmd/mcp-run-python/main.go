@@ -88,6 +88,8 @@ type engine interface {
 	Close(ctx context.Context) error
 	// Health reports the pool's state, for readiness checks.
 	Health() supervisor.Health
+	// NewSession starts an interpreter that keeps its state between calls.
+	NewSession(ctx context.Context) (*supervisor.Session, error)
 }
 
 // newEngineFunc makes the engine; tests pass a fake.
@@ -153,6 +155,13 @@ func run(ctx context.Context, args []string, std streams, env config.Environment
 		defer close(started)
 		eng.Start(ctx)
 	}()
+	st, err := openState(cfg, eng, metrics, log)
+	if err != nil {
+		fmt.Fprintf(std.err, "mcp-run-python: %v\n", err)
+		return exitFailure
+	}
+	// Before the engine closes: a session's worker is the engine's.
+	defer st.close(log)
 	o := transport.Options{
 		Options: mcpserver.Options{
 			Version:    build.Version,
@@ -161,7 +170,11 @@ func run(ctx context.Context, args []string, std streams, env config.Environment
 			Log:        log,
 			// Cancelled code gets the supervisor's grace to stop before its
 			// worker is killed, and then a moment to report.
-			Calls: mcpserver.NewCallGate(cfg.ShutdownTimeout, cfg.Supervisor.CancelWait()),
+			Calls:      mcpserver.NewCallGate(cfg.ShutdownTimeout, cfg.Supervisor.CancelWait()),
+			Schema:     cfg.ToolSchema,
+			Sessions:   st.sessions,
+			Files:      st.files,
+			ImageLimit: cfg.ImageLimit,
 		},
 		CodeLimit: cfg.Supervisor.CodeLimit,
 		Limits:    &cfg.Limits,

@@ -53,19 +53,25 @@ func (e *fakeEngine) Warmup(_ context.Context, progress func(string)) error {
 	return e.warmupErr
 }
 
-func (e *fakeEngine) Run(ctx context.Context, code string, onLine func(supervisor.Line)) (supervisor.Result, error) {
+// NewSession is refused: sessions need the real supervisor, which the end
+// to end tests drive.
+func (e *fakeEngine) NewSession(context.Context) (*supervisor.Session, error) {
+	return nil, errors.New("the fake engine has no sessions")
+}
+
+func (e *fakeEngine) Run(ctx context.Context, req supervisor.Request) (supervisor.Result, error) {
 	e.mu.Lock()
-	e.codes = append(e.codes, code)
+	e.codes = append(e.codes, req.Code)
 	e.mu.Unlock()
 	if e.result != nil {
 		for _, line := range e.result.Output {
-			if onLine != nil {
-				onLine(supervisor.Line{Stream: supervisor.Stdout, Text: line})
+			if req.OnLine != nil {
+				req.OnLine(supervisor.Line{Stream: supervisor.Stdout, Text: line})
 			}
 		}
 		return *e.result, nil
 	}
-	return e.FakeRunner.Run(ctx, code, onLine)
+	return e.FakeRunner.Run(ctx, req)
 }
 
 func (e *fakeEngine) Close(context.Context) error {

@@ -37,7 +37,7 @@ func warmup(ctx context.Context, eng engine, stderr io.Writer, version string) i
 		fmt.Fprintf(stderr, "warmup failed: %v\n", err)
 		return exitFailure
 	}
-	res, err := eng.Run(ctx, warmupCheckCode, nil)
+	res, err := eng.Run(ctx, supervisor.Request{Code: warmupCheckCode})
 	if err != nil {
 		fmt.Fprintf(stderr, "warmup check failed: %v\n", err)
 		return exitFailure
@@ -59,9 +59,9 @@ func example(ctx context.Context, eng engine, std streams, version string) int {
 		fmt.Fprintf(std.err, "warmup failed: %v\n", err)
 		return exitFailure
 	}
-	res, err := eng.Run(ctx, exampleCode, func(line supervisor.Line) {
+	res, err := eng.Run(ctx, supervisor.Request{Code: exampleCode, OnLine: func(line supervisor.Line) {
 		fmt.Fprintf(std.err, "%s: %s\n", mcpserver.LineLevel(line), line.Text)
-	})
+	}})
 	if err != nil {
 		fmt.Fprintf(std.err, "example failed: %v\n", err)
 		return exitFailure

@@ -18,9 +18,11 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcpserver"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/render"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/transport"
 	"github.com/mcp-run-python/mcp-run-python/supervisor"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/mount"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 )
 
@@ -65,6 +67,12 @@ const (
 	defaultQueueTimeout    = 30 * time.Second
 	defaultCodeLimit       = "1MiB"
 	defaultShutdownTimeout = 10 * time.Second
+
+	defaultSessionIdle     = 30 * time.Minute
+	defaultMaxSessions     = 4
+	defaultFilesTTL        = 30 * time.Minute
+	defaultFilesStoreLimit = "1GiB"
+	defaultImageLimit      = "1MiB"
 )
 
 // Config is everything the command line and the environment decide.
@@ -80,6 +88,27 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Limits bound what callers can make the MCP front end hold.
 	Limits transport.Limits
+	// ToolSchema is whose tools/list the server reproduces.
+	ToolSchema mcpserver.ToolSchema
+
+	// Sessions offers Python sessions: the tools create_session,
+	// list_session_files and close_session, and run_python_code's
+	// session_id. SessionIdle and MaxSessions are set, and unused, without.
+	Sessions bool
+	// SessionIdle is how long a session may go without a call before it
+	// ends; above 0.
+	SessionIdle time.Duration
+	// MaxSessions is how many sessions may live at once; at least 1.
+	MaxSessions int
+	// FilesTTL is how long the files returned by a call outside a session
+	// stay readable as resources; above 0.
+	FilesTTL time.Duration
+	// FilesStoreLimit is the total size of the returned files the server
+	// keeps; at least Supervisor.FilesLimit when Supervisor.Files is set.
+	FilesStoreLimit int64
+	// ImageLimit is the size of the largest image returned inline, as
+	// image content; larger ones are only linked. 0: every image is linked.
+	ImageLimit int64
 
 	// Help and Version ask for the usage text or the version instead of a mode.
 	Help    bool
@@ -155,6 +184,18 @@ type flagValues struct {
 	maxMCPSessions    int
 	mcpSessionIdle    time.Duration
 	allowOrigins      []string
+	toolSchema        mcpserver.ToolSchema
+	sessions          bool
+	sessionIdle       time.Duration
+	maxSessions       int
+	files             bool
+	filesLimit        int64
+	filesTTL          time.Duration
+	filesStoreLimit   int64
+	imageLimit        int64
+	mounts            []mount.Mount
+	mountLimit        int64
+	mountFiles        int
 }
 
 // newFlagSet defines the flags into v, with help for goos. Each flag checks
@@ -169,6 +210,7 @@ func newFlagSet(v *flagValues, goos string) *pflag.FlagSet {
 	fs.Var(newIntFlag(&v.port, defaultPort, 0, math.MaxUint16), "port", "port of the HTTP modes")
 	fs.Var(newCheckedString(&v.host, defaultHost, checkHost), "host", "address the HTTP modes listen on")
 	fs.Var(newChoice(&v.returnMode, render.ReturnXML, render.ReturnXML, render.ReturnJSON), "return-mode", "result format: xml or json")
+	fs.Var(newTextFlag(&v.toolSchema, mcpserver.SchemaJSR, mcpserver.ParseToolSchema), "tool-schema", "tools as upstream lists them: jsr (its JSR release) or pypi (its PyPI release 0.0.22, with global_variables)")
 	fs.Var(&listFlag{&v.deps, parseDeps}, "deps", "comma-separated packages installed into every interpreter")
 	fs.Var(newCheckedString(&v.indexURL, packages.DefaultIndexURL, packages.CheckLocation), "index-url", "package index: a PyPI-style simple API, as a URL or a local directory")
 	fs.Var(newCheckedString(&v.pyodideIndexURL, "", checkOptionalLocation), "pyodide-index-url", "where Pyodide's built-in packages are, as a URL or a local directory (default: the package host of the pinned Pyodide release)")
@@ -185,6 +227,17 @@ func newFlagSet(v *flagValues, goos string) *pflag.FlagSet {
 	fs.Var(newByteSize(&v.outputLimit, defaultOutputLimit, math.MaxInt), "output-limit", "output, and return value, kept per call, such as 64KiB; 0 for no limit")
 	fs.Var(newByteSize(&v.codeLimit, defaultCodeLimit, math.MaxInt), "code-limit", "largest python_code accepted, such as 256KiB; 0 for no limit")
 	fs.Var(nonNegativeDuration(&v.shutdownTimeout, defaultShutdownTimeout), "shutdown-timeout", "how long running calls get to finish after SIGTERM or SIGINT before they are cancelled")
+	fs.BoolVar(&v.sessions, "sessions", false, "offer Python sessions, whose variables and files last from call to call (tools create_session, list_session_files, close_session)")
+	fs.Var(positiveDuration(&v.sessionIdle, defaultSessionIdle), "session-idle", "a Python session without calls for this long ends (with --sessions)")
+	fs.Var(newIntFlag(&v.maxSessions, defaultMaxSessions, 1, math.MaxInt), "max-sessions", "live Python sessions, each holding a worker of its own (with --sessions)")
+	fs.BoolVar(&v.files, "files", true, "return the files a call writes in its working directory ("+supervisor.WorkDir+") as resources; --files=false for none")
+	fs.Var(positiveByteSize(&v.filesLimit, sizeText(supervisor.DefaultFilesLimit), math.MaxInt64), "files-limit", "bytes of files one call may send back: returned, written back to a mount, and figures, such as 64MiB")
+	fs.Var(positiveDuration(&v.filesTTL, defaultFilesTTL), "files-ttl", "how long the files of a call outside a session stay readable as resources")
+	fs.Var(positiveByteSize(&v.filesStoreLimit, defaultFilesStoreLimit, math.MaxInt64), "files-store-limit", "total size of the returned files the server keeps, at least --files-limit")
+	fs.Var(newByteSize(&v.imageLimit, defaultImageLimit, math.MaxInt64), "image-limit", "largest image returned inline as image content; larger ones are only linked; 0 links every image")
+	fs.Var(&mountFlag{&v.mounts}, "mount", "show host folder HOST to every interpreter at SANDBOX, read-only unless rw; repeat for more (in "+envName("mount")+", one a line)")
+	fs.Var(positiveByteSize(&v.mountLimit, sizeText(supervisor.DefaultMountBytes), math.MaxInt64), "mount-limit", "bytes a mount may copy in, and a call write back to it")
+	fs.Var(newIntFlag(&v.mountFiles, supervisor.DefaultMountFiles, 1, math.MaxInt), "mount-files", "files a mount may copy in, and a call change in it")
 	fs.Var(optionalByteSize(&v.requestLimit, &v.requestLimitSet, math.MaxInt), "request-limit", "largest request accepted, an HTTP request body or a stdio line, such as 16MiB; 0 for no limit (default: 8MiB, or 6 times --code-limit plus 1MiB if more)")
 	fs.Var(positiveDuration(&v.readTimeout, front.ReadTimeout), "read-timeout", "how long an HTTP client may take to send a request's headers, then its body (and an SSE client its first message)")
 	fs.Var(newIntFlag(&v.maxConnections, front.MaxConnections, 0, math.MaxInt), "max-connections", "open HTTP connections; past it the one waiting longest for a request is closed (the new one refused if all are busy); 0 for no limit")
@@ -252,6 +305,12 @@ func (s flagSources) name(name string) string {
 		return key
 	}
 	return "--" + name
+}
+
+// below returns a *UsageError for flag name set below the size of flag
+// other.
+func (s flagSources) below(name, other string, size int64) error {
+	return s.invalid(name, "below %s (%s)", s.name(other), humanize.IBytes(uint64(size)))
 }
 
 // invalid returns a *UsageError for the value of flag name, for a reason
@@ -328,29 +387,17 @@ func parse(args []string, env Environment, goos string) (Config, error) {
 		return Config{}, usageErrorf("expected one mode, got %q", rest)
 	}
 
-	warm := v.warm
-	if warm == 0 {
-		warm = v.workers
-	} else if warm > v.workers {
-		return Config{}, src.invalid("warm", "need 1 to %d (the worker limit)", v.workers)
+	sup, err := parseSupervisor(v, src, env, goos)
+	if err != nil {
+		return Config{}, err
 	}
-	if v.allowNet != nil && v.disableNetworking {
-		// Either answer would surprise someone: refuse rather than guess.
-		return Config{}, usageErrorf("%s and %s exclude each other", src.name("allow-net"), src.name("disable-networking"))
+	if v.files && v.filesStoreLimit < v.filesLimit {
+		// One call's files could not be kept.
+		return Config{}, src.below("files-store-limit", "files-limit", v.filesLimit)
 	}
 	limits, err := parseFrontEndLimits(v, src)
 	if err != nil {
 		return Config{}, err
-	}
-	deno := v.deno
-	if deno == "" {
-		deno = defaultDeno(goos, env)
-	}
-	cacheDir := v.cacheDir
-	if cacheDir == "" {
-		if cacheDir, err = defaultCacheDir(goos, env); err != nil {
-			return Config{}, usageErrorf("no cache directory: %w; set --cache-dir", err)
-		}
 	}
 
 	return Config{
@@ -359,28 +406,66 @@ func parse(args []string, env Environment, goos string) (Config, error) {
 		Port:            v.port,
 		ReturnMode:      v.returnMode,
 		LogLevel:        v.logLevel,
+		Supervisor:      sup,
 		ShutdownTimeout: v.shutdownTimeout,
 		Limits:          limits,
-		Supervisor: supervisor.Config{
-			Deno:            deno,
-			CacheDir:        cacheDir,
-			Workers:         v.workers,
-			Timeout:         v.timeout,
-			OutputLimit:     int(v.outputLimit),
-			MemoryLimit:     v.memoryLimit,
-			Deps:            v.deps,
-			IndexURL:        v.indexURL,
-			PyodideIndexURL: v.pyodideIndexURL,
-			Offline:         v.offline,
-			Networking:      !v.disableNetworking,
-			AllowNet:        v.allowNet,
-			Warm:            warm,
-			Queue:           v.queue, // 0: the supervisor's default
-			QueueTimeout:    v.queueTimeout,
-			CodeLimit:       int(v.codeLimit),
-			Grace:           v.grace,
-		}.WithDefaults(),
+		ToolSchema:      v.toolSchema,
+		Sessions:        v.sessions,
+		SessionIdle:     v.sessionIdle,
+		MaxSessions:     v.maxSessions,
+		FilesTTL:        v.filesTTL,
+		FilesStoreLimit: v.filesStoreLimit,
+		ImageLimit:      v.imageLimit,
 	}, nil
+}
+
+// parseSupervisor returns the supervisor's configuration of the flags,
+// with the defaults that depend on goos and env.
+func parseSupervisor(v flagValues, src flagSources, env Environment, goos string) (supervisor.Config, error) {
+	warm := v.warm
+	if warm == 0 {
+		warm = v.workers
+	} else if warm > v.workers {
+		return supervisor.Config{}, src.invalid("warm", "need 1 to %d (the worker limit)", v.workers)
+	}
+	if v.allowNet != nil && v.disableNetworking {
+		// Either answer would surprise someone: refuse rather than guess.
+		return supervisor.Config{}, usageErrorf("%s and %s exclude each other", src.name("allow-net"), src.name("disable-networking"))
+	}
+	deno := v.deno
+	if deno == "" {
+		deno = defaultDeno(goos, env)
+	}
+	cacheDir := v.cacheDir
+	if cacheDir == "" {
+		var err error
+		if cacheDir, err = defaultCacheDir(goos, env); err != nil {
+			return supervisor.Config{}, usageErrorf("no cache directory: %w; set --cache-dir", err)
+		}
+	}
+	return supervisor.Config{
+		Deno:            deno,
+		CacheDir:        cacheDir,
+		Workers:         v.workers,
+		Timeout:         v.timeout,
+		OutputLimit:     int(v.outputLimit),
+		MemoryLimit:     v.memoryLimit,
+		Deps:            v.deps,
+		IndexURL:        v.indexURL,
+		PyodideIndexURL: v.pyodideIndexURL,
+		Offline:         v.offline,
+		Networking:      !v.disableNetworking,
+		AllowNet:        v.allowNet,
+		Warm:            warm,
+		Queue:           v.queue, // 0: the supervisor's default
+		QueueTimeout:    v.queueTimeout,
+		CodeLimit:       int(v.codeLimit),
+		Grace:           v.grace,
+		Files:           v.files,
+		FilesLimit:      v.filesLimit,
+		Mounts:          v.mounts,
+		MountLimits:     mount.Limits{MaxBytes: v.mountLimit, MaxFiles: v.mountFiles},
+	}.WithDefaults(), nil
 }
 
 // parseFrontEndLimits returns the front end's limits of the flags, with the
@@ -391,7 +476,7 @@ func parseFrontEndLimits(v flagValues, src flagSources) (transport.Limits, error
 		if v.requestLimit > 0 && v.codeLimit > 0 && v.requestLimit < v.codeLimit {
 			// Code under the code limit could not be sent: refuse rather
 			// than let such calls fail with a less helpful error.
-			return l, src.invalid("request-limit", "below %s (%s)", src.name("code-limit"), humanize.IBytes(uint64(v.codeLimit)))
+			return l, src.below("request-limit", "code-limit", v.codeLimit)
 		}
 		l.RequestLimit = v.requestLimit
 	}

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"math"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcpserver"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/render"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/transport"
 	"github.com/mcp-run-python/mcp-run-python/supervisor"
@@ -80,6 +82,7 @@ func defaultConfig() Config {
 			CodeLimit:    1 << 20,
 			Grace:        2 * time.Second,
 			StartTimeout: supervisor.DefaultStartTimeout,
+			Files:        true,
 			FilesLimit:   supervisor.DefaultFilesLimit,
 			MountLimits:  mount.Limits{MaxBytes: supervisor.DefaultMountBytes, MaxFiles: supervisor.DefaultMountFiles},
 		},
@@ -91,6 +94,12 @@ func defaultConfig() Config {
 			MaxMCPSessions: 256,
 			MCPSessionIdle: 30 * time.Minute,
 		},
+		ToolSchema:      mcpserver.SchemaJSR,
+		SessionIdle:     30 * time.Minute,
+		MaxSessions:     4,
+		FilesTTL:        30 * time.Minute,
+		FilesStoreLimit: 1 << 30,
+		ImageLimit:      1 << 20,
 	}
 }
 
@@ -248,6 +257,49 @@ func TestParseConfig(t *testing.T) {
 		{"command line wins over env for front end limits", []string{"stdio", "--max-mcp-sessions", "3"},
 			withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_MAX_MCP_SESSIONS": "8"}),
 			func(c *Config) { c.Limits.MaxMCPSessions = 3 }},
+		{"pypi tool schema", []string{"stdio", "--tool-schema", "pypi"}, standardEnv(),
+			func(c *Config) { c.ToolSchema = mcpserver.SchemaPyPI }},
+		{"tool schema from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_TOOL_SCHEMA": "pypi"}),
+			func(c *Config) { c.ToolSchema = mcpserver.SchemaPyPI }},
+		{"sessions", []string{"stdio", "--sessions", "--session-idle", "5m", "--max-sessions", "1"}, standardEnv(),
+			func(c *Config) { c.Sessions, c.SessionIdle, c.MaxSessions = true, 5*time.Minute, 1 }},
+		{"session flags without --sessions", []string{"stdio", "--session-idle", "2h", "--max-sessions", "64"}, standardEnv(),
+			func(c *Config) { c.SessionIdle, c.MaxSessions = 2*time.Hour, 64 }},
+		{"sessions from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{
+			"MCP_RUN_PYTHON_SESSIONS":     "true",
+			"MCP_RUN_PYTHON_SESSION_IDLE": "90s",
+			"MCP_RUN_PYTHON_MAX_SESSIONS": "0x10",
+		}), func(c *Config) { c.Sessions, c.SessionIdle, c.MaxSessions = true, 90*time.Second, 16 }},
+		{"sessions off on the command line over env", []string{"stdio", "--sessions=false"},
+			withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_SESSIONS": "1"}), nil},
+		{"files off", []string{"stdio", "--files=false"}, standardEnv(),
+			func(c *Config) { c.Supervisor.Files = false }},
+		{"files off from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_FILES": "0"}),
+			func(c *Config) { c.Supervisor.Files = false }},
+		{"files limits", []string{"stdio", "--files-limit", "8MiB", "--files-ttl", "1h", "--files-store-limit", "100MB", "--image-limit", "256KiB"}, standardEnv(),
+			func(c *Config) {
+				c.Supervisor.FilesLimit, c.FilesTTL, c.FilesStoreLimit, c.ImageLimit = 8<<20, time.Hour, 100e6, 256<<10
+			}},
+		{"image limit 0 links every image", []string{"stdio", "--image-limit", "0"}, standardEnv(),
+			func(c *Config) { c.ImageLimit = 0 }},
+		{"files store limit equal to the files limit", []string{"stdio", "--files-limit", "1GiB"}, standardEnv(),
+			func(c *Config) { c.Supervisor.FilesLimit = 1 << 30 }},
+		{"files store limit below the files limit with files off", []string{"stdio", "--files=false", "--files-store-limit", "1"}, standardEnv(),
+			func(c *Config) { c.Supervisor.Files, c.FilesStoreLimit = false, 1 }},
+		{"files limits from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{
+			"MCP_RUN_PYTHON_FILES_LIMIT":       "2MB",
+			"MCP_RUN_PYTHON_FILES_TTL":         "5m",
+			"MCP_RUN_PYTHON_FILES_STORE_LIMIT": "2GiB",
+			"MCP_RUN_PYTHON_IMAGE_LIMIT":       "0",
+		}), func(c *Config) {
+			c.Supervisor.FilesLimit, c.FilesTTL, c.FilesStoreLimit, c.ImageLimit = 2e6, 5*time.Minute, 2<<30, 0
+		}},
+		{"mount limits", []string{"stdio", "--mount-limit", "1GB", "--mount-files", "1"}, standardEnv(),
+			func(c *Config) { c.Supervisor.MountLimits = mount.Limits{MaxBytes: 1e9, MaxFiles: 1} }},
+		{"mount limits from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{
+			"MCP_RUN_PYTHON_MOUNT_LIMIT": "512KiB",
+			"MCP_RUN_PYTHON_MOUNT_FILES": "100000",
+		}), func(c *Config) { c.Supervisor.MountLimits = mount.Limits{MaxBytes: 512 << 10, MaxFiles: 100000} }},
 		{"version needs no mode", []string{"--version"}, standardEnv(),
 			func(c *Config) { *c = Config{Version: true} }},
 		{"wrong env values do not stop version", []string{"--version"}, withVars(standardEnv(), map[string]string{
@@ -274,6 +326,61 @@ func TestParseConfig(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("Parse(%q)\n got: %+v\nwant: %+v", tt.args, got, want)
+			}
+		})
+	}
+}
+
+// TestParseConfigMounts covers --mount and MCP_RUN_PYTHON_MOUNT, which need
+// folders that exist.
+func TestParseConfigMounts(t *testing.T) {
+	dir, a, b := mountFolders(t)
+	missing := filepath.Join(dir, "missing")
+	tests := []struct {
+		name    string
+		args    []string
+		mounts  string // MCP_RUN_PYTHON_MOUNT, if not ""
+		want    []mount.Mount
+		wantErr string // the whole message
+	}{
+		{name: "none", args: []string{"stdio"}},
+		{name: "one", args: []string{"stdio", "--mount", a + ":/data"}, want: []mount.Mount{ro(a, "/data")}},
+		{name: "repeated", args: []string{"--mount", a + ":/a:rw", "stdio", "--mount=" + b + ":/b:ro"},
+			want: []mount.Mount{rw(a, "/a"), ro(b, "/b")}},
+		{name: "one from env", args: []string{"stdio"}, mounts: a + ":/data:rw", want: []mount.Mount{rw(a, "/data")}},
+		{name: "several from env, one a line", args: []string{"stdio"}, mounts: a + ":/a\r\n\n" + b + ":/b:rw\n",
+			want: []mount.Mount{ro(a, "/a"), rw(b, "/b")}},
+		{name: "command line wins over env", args: []string{"stdio", "--mount", b + ":/b"}, mounts: a + ":/a\n" + a + ":/c",
+			want: []mount.Mount{ro(b, "/b")}},
+		{name: "missing host folder", args: []string{"stdio", "--mount", missing + ":/data"},
+			wantErr: "invalid value " + strconv.Quote(missing+":/data") + " for --mount: " + missing + ":/data:ro: host folder: "},
+		{name: "missing host folder from env", args: []string{"stdio"}, mounts: a + ":/a\n" + missing + ":/m",
+			wantErr: "invalid value " + strconv.Quote(a+":/a\n"+missing+":/m") + " for MCP_RUN_PYTHON_MOUNT: " + missing + ":/m:ro: host folder: "},
+		{name: "bad spec from env", args: []string{"stdio"}, mounts: a + ":/a\nb:data",
+			wantErr: `" for MCP_RUN_PYTHON_MOUNT: "b:data": SANDBOX "data" is not an absolute path`},
+		{name: "overlap", args: []string{"stdio", "--mount", a + ":/data", "--mount", b + ":/data/b"},
+			wantErr: "invalid value " + strconv.Quote(b+":/data/b") + " for --mount: --mount " + a + ":/data:ro and --mount " + b + ":/data/b:ro overlap in the sandbox"},
+		{name: "overlap from env", args: []string{"stdio"}, mounts: a + ":/data:rw\n" + b + ":/data",
+			wantErr: "overlap in the sandbox; give each its own path"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := standardEnv()
+			if tt.mounts != "" {
+				env.vars = map[string]string{"MCP_RUN_PYTHON_MOUNT": tt.mounts}
+			}
+			got, err := parse(tt.args, env.environment(), "linux")
+			if tt.wantErr != "" {
+				if _, ok := errors.AsType[*UsageError](err); !ok || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Parse(%q) error = %v, want a *UsageError with %q", tt.args, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse(%q): %v", tt.args, err)
+			}
+			if !reflect.DeepEqual(got.Supervisor.Mounts, tt.want) {
+				t.Errorf("Parse(%q) mounts %v, want %v", tt.args, got.Supervisor.Mounts, tt.want)
 			}
 		})
 	}
@@ -346,6 +453,37 @@ func TestParseConfigUsageErrors(t *testing.T) {
 		{"empty host", []string{"stdio", "--host", ""}, standardEnv(), "--host"},
 		{"bad bool from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_OFFLINE": "maybe"}), "MCP_RUN_PYTHON_OFFLINE"},
 		{"wrong value with help", []string{"--help", "--workers", "0"}, standardEnv(), "--workers"},
+		{"unknown tool schema", []string{"stdio", "--tool-schema", "mcp"}, standardEnv(), "--tool-schema"},
+		{"tool schema in upper case", []string{"stdio", "--tool-schema", "PYPI"}, standardEnv(), "want jsr"},
+		{"empty tool schema", []string{"stdio", "--tool-schema", ""}, standardEnv(), "--tool-schema"},
+		{"bad sessions bool from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_SESSIONS": "yes"}), "MCP_RUN_PYTHON_SESSIONS"},
+		{"zero session idle", []string{"stdio", "--sessions", "--session-idle", "0"}, standardEnv(), "--session-idle"},
+		{"negative session idle", []string{"stdio", "--session-idle", "-1m"}, standardEnv(), "--session-idle"},
+		{"bad session idle", []string{"stdio", "--session-idle", "forever"}, standardEnv(), "--session-idle"},
+		{"zero max sessions", []string{"stdio", "--max-sessions", "0"}, standardEnv(), "--max-sessions"},
+		{"negative max sessions", []string{"stdio", "--max-sessions", "-3"}, standardEnv(), "--max-sessions"},
+		{"max sessions not a number", []string{"stdio", "--max-sessions", "few"}, standardEnv(), "--max-sessions"},
+		{"bad files bool from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_FILES": "off"}), "MCP_RUN_PYTHON_FILES"},
+		{"zero files limit", []string{"stdio", "--files-limit", "0"}, standardEnv(), "--files-limit"},
+		{"negative files limit", []string{"stdio", "--files-limit", "-32MiB"}, standardEnv(), "--files-limit"},
+		{"malformed files limit", []string{"stdio", "--files-limit", "32MiB/s"}, standardEnv(), "--files-limit"},
+		{"zero files TTL", []string{"stdio", "--files-ttl", "0s"}, standardEnv(), "--files-ttl"},
+		{"negative files TTL", []string{"stdio", "--files-ttl", "-5m"}, standardEnv(), "--files-ttl"},
+		{"zero files store limit", []string{"stdio", "--files-store-limit", "0"}, standardEnv(), "--files-store-limit"},
+		{"malformed files store limit", []string{"stdio", "--files-store-limit", "1 TiB of disk"}, standardEnv(), "--files-store-limit"},
+		{"files store limit below the files limit", []string{"stdio", "--files-store-limit", "16MiB"}, standardEnv(), "below --files-limit (32 MiB)"},
+		{"files limit from env above the files store limit", []string{"stdio"},
+			withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_FILES_LIMIT": "2GiB"}), "below MCP_RUN_PYTHON_FILES_LIMIT"},
+		{"negative image limit", []string{"stdio", "--image-limit", "-1"}, standardEnv(), "--image-limit"},
+		{"malformed image limit", []string{"stdio", "--image-limit", "big"}, standardEnv(), "--image-limit"},
+		{"zero mount limit", []string{"stdio", "--mount-limit", "0"}, standardEnv(), "--mount-limit"},
+		{"negative mount limit", []string{"stdio", "--mount-limit", "-1GiB"}, standardEnv(), "--mount-limit"},
+		{"malformed mount limit from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_MOUNT_LIMIT": "64 MiBs"}), "MCP_RUN_PYTHON_MOUNT_LIMIT"},
+		{"zero mount files", []string{"stdio", "--mount-files", "0"}, standardEnv(), "--mount-files"},
+		{"negative mount files", []string{"stdio", "--mount-files", "-10"}, standardEnv(), "--mount-files"},
+		{"mount files not a number", []string{"stdio", "--mount-files", "1e4"}, standardEnv(), "--mount-files"},
+		{"mount without a sandbox path", []string{"stdio", "--mount", "data"}, standardEnv(), "no SANDBOX path"},
+		{"mount of a missing host folder", []string{"stdio", "--mount", "/nonexistent-mcp-run-python-test:/data"}, standardEnv(), "host folder"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -368,7 +506,9 @@ func TestUsageTextListsEveryFlagAndMode(t *testing.T) {
 		"--workers", "--timeout", "--memory-limit", "--output-limit", "--deno", "--cache-dir", "--log-level",
 		"--warm", "--queue", "--queue-timeout", "--code-limit", "--grace", "--shutdown-timeout",
 		"--request-limit", "--read-timeout", "--max-connections", "--max-mcp-sessions", "--mcp-session-idle", "--allow-origin",
-		"MCP protocol sessions",
+		"--tool-schema", "--sessions", "--session-idle", "--max-sessions", "--files ", "--files-limit", "--files-ttl",
+		"--files-store-limit", "--image-limit", "--mount HOST:SANDBOX[:ro|rw]", "--mount-limit", "--mount-files",
+		"MCP protocol sessions", "MCP_RUN_PYTHON_MOUNT, one a line",
 		"stdio", "streamable_http_stateless", "sse", "warmup", "example", "MCP_RUN_PYTHON_",
 	} {
 		if !strings.Contains(text, want) {
@@ -421,6 +561,21 @@ func TestParseConfigMessages(t *testing.T) {
 			`invalid value "1MiB" for MCP_RUN_PYTHON_REQUEST_LIMIT: below MCP_RUN_PYTHON_CODE_LIMIT (2.0 MiB)`},
 		{"allow net and no network", []string{"stdio", "--disable-networking"}, map[string]string{"MCP_RUN_PYTHON_ALLOW_NET": "a.com"},
 			`MCP_RUN_PYTHON_ALLOW_NET and --disable-networking exclude each other`},
+		{"positive size", []string{"stdio", "--files-limit", "0"}, nil, `invalid value "0" for --files-limit: must be positive`},
+		{"files store limit below files limit", []string{"stdio", "--files-limit", "128MiB", "--files-store-limit", "64MiB"}, nil,
+			`invalid value "64MiB" for --files-store-limit: below --files-limit (128 MiB)`},
+		{"files store limit from env below files limit from env", []string{"stdio"},
+			map[string]string{"MCP_RUN_PYTHON_FILES_STORE_LIMIT": "1MiB", "MCP_RUN_PYTHON_FILES_LIMIT": "2MiB"},
+			`invalid value "1MiB" for MCP_RUN_PYTHON_FILES_STORE_LIMIT: below MCP_RUN_PYTHON_FILES_LIMIT (2.0 MiB)`},
+		{"max sessions", []string{"stdio", "--max-sessions", "0"}, nil, `invalid value "0" for --max-sessions: need at least 1`},
+		{"session idle from env", []string{"stdio"}, map[string]string{"MCP_RUN_PYTHON_SESSION_IDLE": "0s"},
+			`invalid value "0s" for MCP_RUN_PYTHON_SESSION_IDLE: must be positive`},
+		{"tool schema", []string{"stdio", "--tool-schema", "npm"}, nil,
+			`invalid value "npm" for --tool-schema: unknown tool schema "npm": want jsr (upstream's JSR release, the default) or pypi (its PyPI release 0.0.22)`},
+		{"mount spec", []string{"stdio", "--mount", "data"}, nil,
+			`invalid value "data" for --mount: "data": no SANDBOX path; want HOST:SANDBOX[:ro|rw], such as ./data:/data or C:\data:/data:rw`},
+		{"mount spec from env", []string{"stdio"}, map[string]string{"MCP_RUN_PYTHON_MOUNT": "/:/x:rx"},
+			`invalid value "/:/x:rx" for MCP_RUN_PYTHON_MOUNT: "/:/x:rx": mode "rx" is neither ro nor rw; want HOST:SANDBOX[:ro|rw], such as ./data:/data or C:\data:/data:rw`},
 		{"missing value", []string{"stdio", "--port"}, nil, `flag needs an argument: --port`},
 		{"unknown flag", []string{"stdio", "--bogus"}, nil, `unknown flag: --bogus`},
 	}

@@ -7,7 +7,7 @@ package config
 // set" (0 for --warm and --queue).
 //
 // Type returns what pflag's help shows after the flag (int, duration,
-// string); a "string" default is shown quoted.
+// string, or the form of --mount); a "string" default is shown quoted.
 
 import (
 	"errors"
@@ -23,6 +23,7 @@ import (
 
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/transport"
 	"github.com/mcp-run-python/mcp-run-python/permissions"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/mount"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 )
 
@@ -104,12 +105,14 @@ func (f *durationFlag) String() string { return f.p.String() }
 func (f *durationFlag) Type() string   { return "duration" }
 
 // byteSize is a size in bytes such as 512MiB, 1GB or 1048576, at most max;
-// 0 is a size too (callers take it as "no limit"). Units follow go-humanize:
-// KiB/MiB/GiB are powers of 1024, kB/MB/GB (and k/M/G) powers of 1000.
+// 0 is a size too (callers take it as "no limit") unless positive. Units
+// follow go-humanize: KiB/MiB/GiB are powers of 1024, kB/MB/GB (and k/M/G)
+// powers of 1000.
 type byteSize struct {
-	p    *int64
-	max  uint64
-	text string // as given, for String
+	p        *int64
+	max      uint64
+	positive bool   // 0 refused
+	text     string // as given, for String
 	// set, when not nil, makes the flag optional: "" is accepted and sets
 	// *set to false (the caller works out the default); a size sets it true.
 	set *bool
@@ -117,11 +120,21 @@ type byteSize struct {
 
 // newByteSize returns a byteSize up to maximum for *p, set to def.
 func newByteSize(p *int64, def string, maximum uint64) *byteSize {
-	b := &byteSize{p: p, max: maximum}
+	return (&byteSize{p: p, max: maximum}).withDefault(def)
+}
+
+// withDefault sets b to def, which must be one of its values.
+func (b *byteSize) withDefault(def string) *byteSize {
 	if err := b.Set(def); err != nil {
 		panic(fmt.Sprintf("default size %q: %v", def, err))
 	}
 	return b
+}
+
+// positiveByteSize returns a byteSize from 1 byte to maximum for *p, set to
+// def, for the limits that have no "no limit".
+func positiveByteSize(p *int64, def string, maximum uint64) *byteSize {
+	return (&byteSize{p: p, max: maximum, positive: true}).withDefault(def)
 }
 
 // optionalByteSize returns a byteSize up to maximum for *p that is not set
@@ -147,6 +160,8 @@ func (b *byteSize) Set(s string) error {
 		return errors.New("not a size such as 512MiB")
 	case err != nil: // an unknown unit, named
 		return fmt.Errorf("not a size such as 512MiB: %w", err)
+	case n == 0 && b.positive:
+		return errors.New("must be positive")
 	}
 	*b.p, b.text = int64(n), s
 	if b.set != nil {
@@ -157,6 +172,20 @@ func (b *byteSize) Set(s string) error {
 
 func (b *byteSize) String() string { return b.text }
 func (b *byteSize) Type() string   { return "string" }
+
+// sizeText writes n bytes as a size flag takes it, exactly, in the largest
+// of GiB, MiB and KiB that divides it: defaults defined in bytes elsewhere.
+func sizeText(n int64) string {
+	for _, unit := range []struct {
+		shift uint
+		name  string
+	}{{30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
+		if n > 0 && n%(1<<unit.shift) == 0 {
+			return strconv.FormatInt(n>>unit.shift, 10) + unit.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
 
 // choice is one of a few words, in any case; it keeps the lower-case word.
 type choice[T ~string] struct {
@@ -204,28 +233,35 @@ func (f *levelFlag) Set(s string) error { return f.p.Set(s) }
 func (f *levelFlag) String() string { return f.p.String() }
 func (f *levelFlag) Type() string   { return "string" }
 
-// checkedString is a string that check accepts.
-type checkedString struct {
-	p     *string
-	check func(string) error
+// textFlag is a string, or a string type, that parse checks and converts.
+type textFlag[T ~string] struct {
+	p     *T
+	parse func(string) (T, error)
 }
 
-// newCheckedString returns a checkedString for *p, set to def.
-func newCheckedString(p *string, def string, check func(string) error) *checkedString {
+// newTextFlag returns a textFlag for *p, set to def.
+func newTextFlag[T ~string](p *T, def T, parse func(string) (T, error)) *textFlag[T] {
 	*p = def
-	return &checkedString{p: p, check: check}
+	return &textFlag[T]{p: p, parse: parse}
 }
 
-func (f *checkedString) Set(s string) error {
-	if err := f.check(s); err != nil {
+// newCheckedString returns a textFlag for *p, set to def, that takes the
+// strings check accepts as they are.
+func newCheckedString(p *string, def string, check func(string) error) *textFlag[string] {
+	return newTextFlag(p, def, func(s string) (string, error) { return s, check(s) })
+}
+
+func (f *textFlag[T]) Set(s string) error {
+	v, err := f.parse(s)
+	if err != nil {
 		return err
 	}
-	*f.p = s
+	*f.p = v
 	return nil
 }
 
-func (f *checkedString) String() string { return *f.p }
-func (f *checkedString) Type() string   { return "string" }
+func (f *textFlag[T]) String() string { return string(*f.p) }
+func (f *textFlag[T]) Type() string   { return "string" }
 
 // checkHost refuses an empty --host; the listener reports the rest.
 func checkHost(s string) error {
@@ -261,6 +297,53 @@ func (f *listFlag) Set(s string) error {
 
 func (f *listFlag) String() string { return strings.Join(*f.p, ",") }
 func (f *listFlag) Type() string   { return "string" }
+
+// mountForm is how --mount is written, which the help shows.
+const mountForm = "HOST:SANDBOX[:ro|rw]"
+
+// mountFlag is --mount, repeatable: each value adds its mounts, one a line,
+// so that the one environment variable can hold several. A line is parsed
+// and its host folder resolved at once (see mount.Resolve), so that a
+// mistake shows at start; blank lines are skipped and a line may end in
+// CRLF. No separator but the newline is safe: a HOST may hold ':' (C:\data),
+// ';', ',' or spaces.
+type mountFlag struct{ p *[]mount.Mount }
+
+func (f *mountFlag) Set(s string) error {
+	mounts := slices.Clone(*f.p)
+	for line := range strings.Lines(s) {
+		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		m, err := mount.Parse(line)
+		if err == nil {
+			m, err = m.Resolve()
+		}
+		if err != nil {
+			// The message starts with "--mount", which ours says already,
+			// or names the environment variable instead.
+			return errors.New(strings.TrimPrefix(err.Error(), "--mount "))
+		}
+		mounts = append(mounts, m)
+	}
+	if err := mount.CheckOverlap(mounts); err != nil {
+		return err
+	}
+	*f.p = mounts
+	return nil
+}
+
+// String gives the mounts one a line, resolved, as Set takes them back.
+func (f *mountFlag) String() string {
+	lines := make([]string, len(*f.p))
+	for i, m := range *f.p {
+		lines[i] = m.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (f *mountFlag) Type() string { return mountForm }
 
 // parseDeps splits --deps at commas, as upstream did, dropping empty entries,
 // and checks each requirement.

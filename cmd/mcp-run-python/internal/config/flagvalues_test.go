@@ -2,6 +2,8 @@ package config
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -11,7 +13,10 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcpserver"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/render"
+	"github.com/mcp-run-python/mcp-run-python/supervisor"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/mount"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 )
 
@@ -154,6 +159,22 @@ func TestFlagByteSize(t *testing.T) {
 			{in: "", wantErr: "not a size such as 512MiB"},
 		})
 	})
+	t.Run("positive", func(t *testing.T) {
+		checkValue(t, func() (pflag.Value, *int64) {
+			var n int64
+			return positiveByteSize(&n, "32MiB", math.MaxInt64), &n
+		}, []valueCase[int64]{
+			{in: "1", want: 1},
+			{in: "32MiB", want: 32 << 20},
+			{in: "1TB", want: 1e12},
+			{in: "0", wantErr: "must be positive"},
+			{in: "0MiB", wantErr: "must be positive"},
+			{in: "-0", wantErr: "must not be negative"},
+			{in: "-1MiB", wantErr: "must not be negative"},
+			{in: "32MiB/s", wantErr: "not a size such as 512MiB"},
+			{in: "", wantErr: "not a size such as 512MiB"},
+		})
+	})
 	t.Run("optional", func(t *testing.T) {
 		var n int64
 		set := true
@@ -180,6 +201,37 @@ func TestFlagByteSize(t *testing.T) {
 		var n int64
 		newByteSize(&n, "lots", math.MaxInt64)
 	})
+}
+
+func TestSizeText(t *testing.T) {
+	tests := []struct {
+		in   int64
+		want string
+	}{
+		{0, "0"},
+		{1, "1"},
+		{1023, "1023"},
+		{1 << 10, "1KiB"},
+		{1536, "1536"},
+		{3 << 10, "3KiB"},
+		{(1 << 20) + (1 << 10), "1025KiB"},
+		{supervisor.DefaultFilesLimit, "32MiB"},
+		{supervisor.DefaultMountBytes, "64MiB"},
+		{1 << 30, "1GiB"},
+		{5 << 40, "5120GiB"},
+		{1e9, "1000000000"}, // not a power of 1024
+		{math.MaxInt64, "9223372036854775807"},
+	}
+	for _, tt := range tests {
+		got := sizeText(tt.in)
+		if got != tt.want {
+			t.Errorf("sizeText(%d) = %q, want %q", tt.in, got, tt.want)
+		}
+		var n int64
+		if err := newByteSize(&n, "0", math.MaxInt64).Set(got); err != nil || n != tt.in {
+			t.Errorf("sizeText(%d) = %q reads back as %d, %v", tt.in, got, n, err)
+		}
+	}
 }
 
 func TestFlagChoice(t *testing.T) {
@@ -246,6 +298,18 @@ func TestFlagCheckedString(t *testing.T) {
 			{in: "", wantErr: "empty location"},
 		})
 	})
+	t.Run("tool schema", func(t *testing.T) {
+		checkValue(t, func() (pflag.Value, *mcpserver.ToolSchema) {
+			var s mcpserver.ToolSchema
+			return newTextFlag(&s, mcpserver.SchemaJSR, mcpserver.ParseToolSchema), &s
+		}, []valueCase[mcpserver.ToolSchema]{
+			{in: "jsr", want: mcpserver.SchemaJSR},
+			{in: "pypi", want: mcpserver.SchemaPyPI},
+			{in: "PyPI", wantErr: `unknown tool schema "PyPI": want jsr`},
+			{in: " jsr", wantErr: "unknown tool schema"},
+			{in: "", wantErr: "unknown tool schema"},
+		})
+	})
 	t.Run("optional location", func(t *testing.T) {
 		checkValue(t, func() (pflag.Value, *string) {
 			var s string
@@ -300,6 +364,85 @@ func TestFlagLists(t *testing.T) {
 	})
 }
 
+// mountFolders returns a temporary folder and two folders a and b in it.
+func mountFolders(t *testing.T) (dir, a, b string) {
+	t.Helper()
+	dir = t.TempDir()
+	a, b = filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	for _, d := range []string{a, b} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, a, b
+}
+
+// ro and rw are the mounts of host at sandbox, read-only and writable.
+func ro(host, sandbox string) mount.Mount { return mount.Mount{Host: host, Sandbox: sandbox} }
+func rw(host, sandbox string) mount.Mount {
+	return mount.Mount{Host: host, Sandbox: sandbox, Writable: true}
+}
+
+func TestFlagMount(t *testing.T) {
+	dir, a, b := mountFolders(t)
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkValue(t, func() (pflag.Value, *[]mount.Mount) {
+		var ms []mount.Mount
+		return &mountFlag{&ms}, &ms
+	}, []valueCase[[]mount.Mount]{
+		{in: a + ":/data", want: []mount.Mount{ro(a, "/data")}},
+		{in: a + ":/data:ro", want: []mount.Mount{ro(a, "/data")}},
+		{in: a + string(filepath.Separator) + ":/data/:rw", want: []mount.Mount{rw(a, "/data")}},
+		{in: ".:/src", want: []mount.Mount{ro(cwd, "/src")}},
+		{in: a + ":/a\n" + b + ":/b:rw", want: []mount.Mount{ro(a, "/a"), rw(b, "/b")}},
+		{in: a + ":/a\r\n\n \n" + b + ":/b\r\n", want: []mount.Mount{ro(a, "/a"), ro(b, "/b")}},
+		{in: a + ":/x\n" + a + ":/y", want: []mount.Mount{ro(a, "/x"), ro(a, "/y")}}, // one folder twice
+		{in: a + ":/data/a\n" + b + ":/data/ab", want: []mount.Mount{ro(a, "/data/a"), ro(b, "/data/ab")}},
+		{in: "", want: nil},
+		{in: "\n", want: nil},
+		{in: "data", wantErr: `"data": no SANDBOX path; want HOST:SANDBOX[:ro|rw]`},
+		{in: ":/data", wantErr: "empty HOST"},
+		{in: a + ":data", wantErr: `SANDBOX "data" is not an absolute path`},
+		{in: a + ":/", wantErr: "SANDBOX may not be /"},
+		{in: a + ":/lib/site", wantErr: "Pyodide's own /lib"},
+		{in: a + ":/data:rx", wantErr: `mode "rx" is neither ro nor rw`},
+		{in: a + ":/data:rw:ro", wantErr: "too many ':'"},
+		{in: a + ":/a\nbad", wantErr: `"bad": no SANDBOX path`},
+		{in: filepath.Join(dir, "missing") + ":/data", wantErr: "host folder"},
+		{in: file + ":/data", wantErr: "is not a folder"},
+		{in: `C:\mcp-run-python-missing:/data`, wantErr: "host folder"}, // resolved from the working directory but on Windows
+		{in: a + ":/data\n" + b + ":/data:rw", wantErr: "overlap in the sandbox"},
+		{in: a + ":/data\n" + b + ":/data/sub", wantErr: "overlap in the sandbox"},
+		{in: a + ":/data/sub\n" + b + ":/data", wantErr: "overlap in the sandbox"},
+	})
+	t.Run("repeated", func(t *testing.T) {
+		var ms []mount.Mount
+		f := &mountFlag{&ms}
+		if err := f.Set(a + ":/a"); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Set(b + ":/b:rw"); err != nil {
+			t.Fatal(err)
+		}
+		if want := []mount.Mount{ro(a, "/a"), rw(b, "/b")}; !reflect.DeepEqual(ms, want) {
+			t.Fatalf("after two Sets: %v, want %v", ms, want)
+		}
+		if err := f.Set(b + ":/a/b"); err == nil || !strings.Contains(err.Error(), "overlap") {
+			t.Errorf("Set of an overlapping mount: %v", err)
+		}
+		if err := f.Set(b + ":/c\n" + a + ":/b/c"); err == nil || len(ms) != 2 {
+			t.Errorf("Set of a list with an overlapping mount: %v, mounts %v", err, ms)
+		}
+	})
+}
+
 // TestFlagDefaultsReadBack shows that every flag's default, as the help shows
 // it, is a value the flag takes, except 0 where it means "not set".
 func TestFlagDefaultsReadBack(t *testing.T) {
@@ -342,6 +485,16 @@ func TestFlagUsageTypesAndDefaults(t *testing.T) {
 		`--log-level string `, `(default "warn")`,
 		`--index-url string `, `(default "https://pypi.org/simple/")`,
 		"--allow-net string ", "--deps string ", "--allow-origin string ",
+		`--tool-schema string `, `(default "jsr")`,
+		"--session-idle duration ", "--files-ttl duration ",
+		"--max-sessions int ", "(default 4)",
+		"--files  ", "(default true)",
+		`--files-limit string `, `(default "32MiB")`,
+		`--files-store-limit string `, `(default "1GiB")`,
+		`--image-limit string `,
+		"--mount HOST:SANDBOX[:ro|rw] ",
+		`--mount-limit string `, `(default "64MiB")`,
+		"--mount-files int ", "(default 10000)",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("usage text lacks %q", want)

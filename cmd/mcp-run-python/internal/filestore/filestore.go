@@ -14,6 +14,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -133,13 +134,36 @@ func Open(cfg Config, log *zap.Logger) (*Store, error) {
 	if ok, err := lock.TryLock(); err != nil {
 		return nil, fmt.Errorf("file store: lock %s: %w", cfg.Dir, err)
 	} else if !ok {
-		return nil, fmt.Errorf("file store: %s is in use by another server", cfg.Dir)
+		return nil, fmt.Errorf("file store: %s: %w", cfg.Dir, errInUse)
 	}
 	s := &Store{cfg: cfg, log: log, lock: lock, scopes: map[Scope]*scopeFiles{}, calls: list.New()}
 	if err := s.removeAll(); err != nil {
 		log.Warn("cannot remove the files an earlier run left", zap.String("dir", cfg.Dir), zap.Error(err))
 	}
 	return s, nil
+}
+
+// errInUse is Open's error for a directory another live store holds.
+var errInUse = errors.New("in use by another server")
+
+// maxSlots bounds the directories OpenFree tries: far more servers than
+// ever share a cache directory.
+const maxSlots = 256
+
+// OpenFree opens a store in the first directory under parent that no live
+// store holds: parent/0, parent/1 and so on. Several servers may share a
+// cache directory, and files do not outlive their server, so a dead
+// server's directory is the next one's, and none is left behind for long.
+// cfg.Dir is ignored.
+func OpenFree(parent string, cfg Config, log *zap.Logger) (*Store, error) {
+	for i := range maxSlots {
+		cfg.Dir = filepath.Join(parent, strconv.Itoa(i))
+		s, err := Open(cfg, log)
+		if !errors.Is(err, errInUse) {
+			return s, err
+		}
+	}
+	return nil, fmt.Errorf("file store: all %d directories under %s are in use", maxSlots, parent)
 }
 
 // Put keeps data as the file at path p of scope, for owner, an opaque name

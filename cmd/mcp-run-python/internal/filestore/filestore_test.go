@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -572,5 +573,32 @@ func TestDiskErrors(t *testing.T) {
 	_, err := s.Put("o", sc, "b.txt", []byte("b"))
 	if err == nil || strings.Contains(err.Error(), s.cfg.Dir) {
 		t.Errorf("Put into a missing directory: %v", err)
+	}
+}
+
+func TestOpenFreeTakesTheFirstFreeDirectory(t *testing.T) {
+	parent := t.TempDir()
+	cfg := Config{MaxBytes: 100, TTL: time.Minute}
+	var stores []*Store
+	for want := range 3 {
+		s, err := OpenFree(parent, cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := filepath.Base(s.cfg.Dir); got != strconv.Itoa(want) {
+			t.Errorf("store %d opened in %s", want, got)
+		}
+		stores = append(stores, s)
+	}
+	// A server that ended frees its directory for the next one.
+	if err := stores[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenFree(parent, cfg, nil)
+	if err != nil || filepath.Base(s.cfg.Dir) != "1" {
+		t.Errorf("OpenFree after a close = %v, %v; want directory 1", s, err)
+	}
+	for _, s := range append(stores, s) {
+		_ = s.Close()
 	}
 }

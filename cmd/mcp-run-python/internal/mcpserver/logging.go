@@ -54,8 +54,8 @@ type LevelStore struct {
 	levels map[string]mcp.LoggingLevel
 }
 
-// NewLevelStore returns a store; see LevelStore.perSession.
-func NewLevelStore(perSession bool) *LevelStore {
+// newLevelStore returns a store; see LevelStore.perSession.
+func newLevelStore(perSession bool) *LevelStore {
 	return &LevelStore{perSession: perSession, levels: map[string]mcp.LoggingLevel{}}
 }
 

@@ -38,7 +38,7 @@ func TestLineLevel(t *testing.T) {
 // notifications, through mcp-go's channel.
 func TestInProcessClientGetsNotifications(t *testing.T) {
 	const lines = 4
-	mcpServer := New(testOptions(&mcptest.FakeRunner{Lines: lines}), NewLevelStore(true), &server.Hooks{})
+	mcpServer := New(testOptions(&mcptest.FakeRunner{Lines: lines}), true, &server.Hooks{})
 	want := mcptest.ExpectedLog("inproc", lines, mcp.LoggingLevelDebug)
 	got := make(chan mcptest.LogEntry, len(want))
 	c := client.NewClient(transport.NewInProcessTransport(mcpServer), client.WithLegacyProtocolOnly())

@@ -10,21 +10,50 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/filestore"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/render"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/sessions"
 	"github.com/mcp-run-python/mcp-run-python/supervisor"
 )
 
 // The run_python_code tool of DESIGN 1.2.
 const (
-	toolName     = "run_python_code"
-	codeArgument = "python_code"
-	// toolInputSchema is sent byte for byte as upstream's zod-generated schema.
-	toolInputSchema = `{"type":"object","properties":{"python_code":{"type":"string","description":"Python code to run"}},"required":["python_code"],"additionalProperties":false,"$schema":"http://json-schema.org/draft-07/schema#"}`
+	toolName         = "run_python_code"
+	codeArgument     = "python_code"
+	globalsArgument  = "global_variables"
+	sessionArgument  = "session_id"
+	sessionHeader    = "Session-Id" // x-mcp-header: a gateway routes a session's calls by it
+	schemaDraft      = `"$schema":"http://json-schema.org/draft-07/schema#"`
+	codeProperty     = `"python_code":{"type":"string","description":"Python code to run"}`
+	globalsProperty  = `"global_variables":{"type":"object","additionalProperties":{},"default":{},"description":"Map of global variables in context when the code is executed"}`
+	sessionProperty  = `"session_id":{"type":"string","description":"Run in this session, made by create_session, whose globals, imports, installed packages and files persist between calls; without it the code runs in a fresh interpreter","x-mcp-header":"` + sessionHeader + `"}`
+	pypiTitle        = "Run Python code"
+	pypiDescription  = "Tool to execute Python code and return stdout, stderr, and return value.\n\nThe code may be async, and the value on the last line will be returned as the return value.\n\nThe code will be executed with Python "
+	withoutArguments = `{"type":"object","properties":{},"additionalProperties":false}`
 )
 
+// toolInputSchema is run_python_code's input schema: byte for byte the
+// schema upstream's zod generated, for its JSR release or with
+// global_variables for its PyPI one, and with session_id when sessions are
+// on.
+func toolInputSchema(schema ToolSchema, sessions bool) string {
+	props := codeProperty
+	if schema == SchemaPyPI {
+		props += "," + globalsProperty
+	}
+	if sessions {
+		props += "," + sessionProperty
+	}
+	return `{"type":"object","properties":{` + props + `},"required":["python_code"],"additionalProperties":false,` + schemaDraft + `}`
+}
+
 // toolDescription is the tool's description for a Python version such as
-// "3.14", with upstream's trailing newline.
-func toolDescription(pythonVersion string) string {
+// "3.14", with upstream's trailing newline: its JSR release's, or its PyPI
+// release's, which says nothing of PEP 723.
+func toolDescription(schema ToolSchema, pythonVersion string) string {
+	if schema == SchemaPyPI {
+		return pypiDescription + pythonVersion + ".\n"
+	}
 	return `Tool to execute Python code and return stdout, stderr, and return value.
 
 The code may be async, and the value on the last line will be returned as the return value.
@@ -43,33 +72,41 @@ print('python code here')
 
 // runPythonCode returns the run_python_code tool. Its description, which
 // names the runner's Python version, is filled in when the tool is listed.
-func runPythonCode(o Options, levels *LevelStore) tool {
+func runPythonCode(o Options, levels *LevelStore, owners owners) tool {
 	h := &runPythonCodeHandler{
 		runner: o.Runner, mode: o.ReturnMode, levels: levels, log: o.Log,
-		calls: o.Calls,
+		calls: o.Calls, sessions: o.Sessions, owners: owners,
+		files: fileResults{store: o.Files, imageLimit: o.ImageLimit, log: o.Log},
+	}
+	def := mcp.NewToolWithRawSchema(toolName, "", json.RawMessage(toolInputSchema(o.Schema, o.Sessions != nil)))
+	if o.Schema == SchemaPyPI {
+		def.Title = pypiTitle
 	}
 	return tool{
-		def:      mcp.NewToolWithRawSchema(toolName, "", json.RawMessage(toolInputSchema)),
+		def:      def,
 		handle:   h.handle,
-		describe: func() string { return toolDescription(o.Runner.PythonVersion()) },
+		describe: func() string { return toolDescription(o.Schema, o.Runner.PythonVersion()) },
 	}
 }
 
 // runPythonCodeHandler serves run_python_code.
 type runPythonCodeHandler struct {
-	runner Runner
-	mode   render.ReturnMode
-	levels *LevelStore
-	log    *zap.Logger
-	calls  *CallGate
+	runner   Runner
+	mode     render.ReturnMode
+	levels   *LevelStore
+	log      *zap.Logger
+	calls    *CallGate
+	sessions *sessions.Registry // nil without --sessions
+	owners   owners
+	files    fileResults
 }
 
 // handle runs the code of one call. Bad arguments, calls refused at
-// shutdown and failures to run (code over the size limit among them, which
-// the runner checks) give a tool error (isError) rather than a protocol
-// error, so the model sees why.
+// shutdown, sessions that cannot be used and failures to run (code over the
+// size limit among them, which the runner checks) give a tool error
+// (isError) rather than a protocol error, so the model sees why.
 func (h *runPythonCodeHandler) handle(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	code, err := pythonCode(req.Params.Arguments)
+	args, err := runArguments(req.Params.Arguments, h.sessions != nil)
 	if err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
 	}
@@ -80,7 +117,14 @@ func (h *runPythonCodeHandler) handle(ctx context.Context, req mcp.CallToolReque
 	defer leave()
 	ctx, cancel := withSessionCancel(ctx)
 	defer cancel()
-	res, err := h.runner.Run(ctx, code, h.lineSink(ctx))
+	run := supervisor.Request{Code: args.code, Globals: args.globals, OnLine: h.lineSink(ctx)}
+	owner := h.owners.of(ctx)
+	var res supervisor.Result
+	if args.session != "" {
+		res, err = h.sessions.Run(ctx, owner, args.session, run)
+	} else {
+		res, err = h.runner.Run(ctx, run)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			h.log.Info("call cancelled", zap.Error(err), zap.NamedError("cause", context.Cause(ctx)))
@@ -89,12 +133,17 @@ func (h *runPythonCodeHandler) handle(ctx context.Context, req mcp.CallToolReque
 		}
 		return mcp.NewToolResultError(runErrorText(ctx, err)), nil
 	}
-	text, err := render.Text(h.mode, res)
+	scope := filestore.NewCallScope()
+	if args.session != "" {
+		scope = filestore.SessionScope(args.session)
+	}
+	kept, extra := h.files.keep(owner, scope, res)
+	text, err := render.Text(h.mode, res, kept)
 	if err != nil {
 		h.log.Error("render result", zap.Error(err))
 		return mcp.NewToolResultError(err.Error()), nil
 	}
-	return mcp.NewToolResultText(text), nil
+	return &mcp.CallToolResult{Content: append([]mcp.Content{mcp.NewTextContent(text)}, extra...)}, nil
 }
 
 // lineSink returns the onLine callback of a call: each line at or above the
@@ -123,21 +172,45 @@ func (h *runPythonCodeHandler) lineSink(ctx context.Context) func(supervisor.Lin
 	}
 }
 
-// pythonCode extracts the python_code argument.
-func pythonCode(arguments any) (string, error) {
+// runArgs are the arguments of a run_python_code call.
+type runArgs struct {
+	code    string
+	globals json.RawMessage // an object, or nil
+	session string          // "" for a fresh interpreter
+}
+
+// runArguments checks and extracts the arguments. global_variables is
+// taken whatever the tool schema lists, as upstream's PyPI release took it;
+// session_id only with sessions on.
+func runArguments(arguments any, sessions bool) (runArgs, error) {
 	args, ok := arguments.(map[string]any)
 	if !ok && arguments != nil {
-		return "", fmt.Errorf("invalid arguments: expected an object with a %q string, got %s", codeArgument, jsonType(arguments))
+		return runArgs{}, fmt.Errorf("invalid arguments: expected an object with a %q string, got %s", codeArgument, jsonType(arguments))
 	}
+	var r runArgs
 	value, ok := args[codeArgument]
 	if !ok {
-		return "", fmt.Errorf("missing required argument %q: the Python code to run", codeArgument)
+		return runArgs{}, fmt.Errorf("missing required argument %q: the Python code to run", codeArgument)
 	}
-	code, ok := value.(string)
-	if !ok {
-		return "", fmt.Errorf("invalid argument %q: expected a string, got %s", codeArgument, jsonType(value))
+	if r.code, ok = value.(string); !ok {
+		return runArgs{}, fmt.Errorf("invalid argument %q: expected a string, got %s", codeArgument, jsonType(value))
 	}
-	return code, nil
+	if value, ok := args[globalsArgument]; ok && value != nil {
+		globals, ok := value.(map[string]any)
+		if !ok {
+			return runArgs{}, fmt.Errorf("invalid argument %q: expected an object of global names and their values, got %s", globalsArgument, jsonType(value))
+		}
+		if len(globals) > 0 {
+			// Decoded from JSON, so it encodes.
+			r.globals, _ = json.Marshal(globals)
+		}
+	}
+	if value, ok := args[sessionArgument]; ok && value != nil && sessions {
+		if r.session, ok = value.(string); !ok || r.session == "" {
+			return runArgs{}, fmt.Errorf("invalid argument %q: expected the id create_session gave, got %s", sessionArgument, describe(value))
+		}
+	}
+	return r, nil
 }
 
 // runErrorText is the tool error for a call that Run could not run: a full

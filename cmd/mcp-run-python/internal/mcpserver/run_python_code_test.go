@@ -72,14 +72,14 @@ type errorRunner struct {
 	codes []string
 }
 
-func (r *errorRunner) Run(ctx context.Context, code string, onLine func(supervisor.Line)) (supervisor.Result, error) {
+func (r *errorRunner) Run(ctx context.Context, req supervisor.Request) (supervisor.Result, error) {
 	r.mu.Lock()
-	r.codes = append(r.codes, code)
+	r.codes = append(r.codes, req.Code)
 	r.mu.Unlock()
-	if err := r.errs[code]; err != nil {
+	if err := r.errs[req.Code]; err != nil {
 		return supervisor.Result{}, err
 	}
-	return r.FakeRunner.Run(ctx, code, onLine)
+	return r.FakeRunner.Run(ctx, req)
 }
 
 // ran returns the codes run so far.
@@ -127,7 +127,7 @@ type jsonModeRunner struct {
 	res supervisor.Result
 }
 
-func (r *jsonModeRunner) Run(context.Context, string, func(supervisor.Line)) (supervisor.Result, error) {
+func (r *jsonModeRunner) Run(context.Context, supervisor.Request) (supervisor.Result, error) {
 	return r.res, nil
 }
 
@@ -177,12 +177,40 @@ func TestReturnModeJSON(t *testing.T) {
 	}
 }
 
-func TestPythonCode(t *testing.T) {
-	code, err := pythonCode(map[string]any{codeArgument: "print(1)", "other": 1})
-	if err != nil || code != "print(1)" {
-		t.Errorf("pythonCode = %q, %v", code, err)
+func TestRunArguments(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     any
+		sessions bool
+		want     runArgs
+		wantErr  string
+	}{
+		{name: "code, other arguments ignored", args: map[string]any{codeArgument: "print(1)", "other": 1}, want: runArgs{code: "print(1)"}},
+		{name: "empty code", args: map[string]any{codeArgument: ""}, want: runArgs{}},
+		{name: "no arguments", args: nil, wantErr: `missing required argument "python_code"`},
+		{name: "not an object", args: []any{1}, wantErr: "expected an object"},
+		{name: "code not a string", args: map[string]any{codeArgument: 1.0}, wantErr: "expected a string, got number"},
+		{name: "globals", args: map[string]any{codeArgument: "a", globalsArgument: map[string]any{"a": 1.0, "b": []any{"x"}}},
+			want: runArgs{code: "a", globals: json.RawMessage(`{"a":1,"b":["x"]}`)}},
+		{name: "empty or null globals", args: map[string]any{codeArgument: "a", globalsArgument: nil}, want: runArgs{code: "a"}},
+		{name: "globals not an object", args: map[string]any{codeArgument: "a", globalsArgument: "x=1"}, wantErr: "expected an object of global names and their values, got string"},
+		{name: "session", sessions: true, args: map[string]any{codeArgument: "a", sessionArgument: "abc"}, want: runArgs{code: "a", session: "abc"}},
+		{name: "session without --sessions is ignored", args: map[string]any{codeArgument: "a", sessionArgument: "abc"}, want: runArgs{code: "a"}},
+		{name: "empty session", sessions: true, args: map[string]any{codeArgument: "a", sessionArgument: ""}, wantErr: "got an empty string"},
+		{name: "session not a string", sessions: true, args: map[string]any{codeArgument: "a", sessionArgument: 7.0}, wantErr: "got number"},
 	}
-	if code, err := pythonCode(map[string]any{codeArgument: ""}); err != nil || code != "" {
-		t.Errorf("empty code must be accepted, got %q, %v", code, err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := runArguments(tt.args, tt.sessions)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("runArguments = %v, want an error with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got.code != tt.want.code || string(got.globals) != string(tt.want.globals) || got.session != tt.want.session {
+				t.Errorf("runArguments = %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
 	}
 }

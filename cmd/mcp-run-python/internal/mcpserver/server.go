@@ -13,7 +13,9 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
 
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/filestore"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/render"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/sessions"
 	"github.com/mcp-run-python/mcp-run-python/supervisor"
 )
 
@@ -26,9 +28,9 @@ const (
 // Runner runs Python code; *supervisor.Supervisor implements it, and tests
 // pass fakes.
 type Runner interface {
-	// Run runs code in a fresh interpreter, calling onLine (when not nil)
-	// for each printed line, in order, before it returns.
-	Run(ctx context.Context, code string, onLine func(supervisor.Line)) (supervisor.Result, error)
+	// Run runs a call in a fresh interpreter, calling req.OnLine (when not
+	// nil) for each printed line, in order, before it returns.
+	Run(ctx context.Context, req supervisor.Request) (supervisor.Result, error)
 	// PythonVersion returns the major.minor version of the Python that runs calls.
 	PythonVersion() string
 }
@@ -41,6 +43,16 @@ type Options struct {
 	Log        *zap.Logger
 	// Calls admits the tool calls and stops them at shutdown.
 	Calls *CallGate
+	// Schema is whose tools/list run_python_code follows; "" is SchemaJSR.
+	Schema ToolSchema
+	// Sessions, when not nil, adds the session tools (--sessions).
+	Sessions *sessions.Registry
+	// Files, when not nil, keeps the files calls return and serves them as
+	// resources; nil returns none, nor any image (--files=false).
+	Files *filestore.Store
+	// ImageLimit is the largest image sent inline; larger ones are only
+	// linked. 0 sends every image inline.
+	ImageLimit int64
 }
 
 // tool is one tool of the server: its definition, its handler, and, when
@@ -55,30 +67,66 @@ type tool struct {
 }
 
 // tools returns the server's tools, in the order tools/list sends them.
-func tools(o Options, levels *LevelStore) []tool {
-	return []tool{
-		runPythonCode(o, levels),
+func tools(o Options, levels *LevelStore, owners owners) []tool {
+	ts := []tool{runPythonCode(o, levels, owners)}
+	if o.Sessions != nil {
+		ts = append(ts, sessionTools(o, owners)...)
 	}
+	return ts
 }
 
-// New returns the MCP server with its tools. levels keeps the sessions' log
-// levels; hooks, which may already hold a transport's own hooks, gets the
-// level hooks added.
-func New(o Options, levels *LevelStore, hooks *server.Hooks) *server.MCPServer {
+// New returns the MCP server with its tools, and its resources when files
+// come back. perSession is false where clients share one MCP session (the
+// stateless transport): log levels are then per call, and Python sessions
+// and files belong to whoever holds their id. hooks, which may already hold
+// a transport's own hooks, gets the server's added.
+func New(o Options, perSession bool, hooks *server.Hooks) *server.MCPServer {
+	levels := newLevelStore(perSession)
 	levels.install(hooks)
-	ts := tools(o, levels)
-	s := server.NewMCPServer(serverName, o.Version,
+	owners := owners{perSession: perSession}
+	if o.Sessions != nil && perSession {
+		// Python sessions end with the MCP session that made them.
+		hooks.AddOnUnregisterSession(func(_ context.Context, session server.ClientSession) {
+			o.Sessions.CloseOwner(session.SessionID())
+		})
+	}
+	ts := tools(o, levels, owners)
+	opts := []server.ServerOption{
 		server.WithInstructions(serverInstructions),
 		server.WithToolCapabilities(false),
 		server.WithLogging(),
 		server.WithHooks(hooks),
 		server.WithRecovery(),
 		server.WithToolFilter(describeTools(ts)),
-	)
+	}
+	if o.Files != nil {
+		opts = append(opts, server.WithResourceCapabilities(false, false))
+	}
+	s := server.NewMCPServer(serverName, o.Version, opts...)
 	for _, t := range ts {
 		s.AddTool(t.def, t.handle)
 	}
+	if o.Files != nil {
+		addFileResources(s, o.Files, owners)
+	}
 	return s
+}
+
+// owners says whose a request's Python sessions and files are.
+type owners struct{ perSession bool }
+
+// of is the owner of the request in ctx: its MCP session ("stdio" over
+// stdio), or "" where the id of a session or file is its own capability:
+// the stateless transport, whose clients can claim any session id, and
+// clients of the 2026-07-28 protocol, which have none.
+func (o owners) of(ctx context.Context) string {
+	if !o.perSession {
+		return ""
+	}
+	if s := server.ClientSessionFromContext(ctx); s != nil {
+		return s.SessionID()
+	}
+	return ""
 }
 
 // describeTools sets the descriptions that depend on the runtime on the
@@ -98,6 +146,14 @@ func describeTools(ts []tool) server.ToolFilterFunc {
 		}
 		return listed
 	}
+}
+
+// describe names a bad argument's value: its JSON type, or "an empty string".
+func describe(v any) string {
+	if v == "" {
+		return "an empty string"
+	}
+	return jsonType(v)
 }
 
 // jsonType names the JSON type of a decoded value, for the errors of bad

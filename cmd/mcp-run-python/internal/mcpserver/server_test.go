@@ -29,7 +29,7 @@ func testOptions(r Runner) Options {
 // in and out until ctx ends or in does. (The transport package's adds the
 // front end's notifiers and limits, which these tests do not need.)
 func serveStdio(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
-	err := server.NewStdioServer(New(o, NewLevelStore(true), &server.Hooks{})).Listen(ctx, in, out)
+	err := server.NewStdioServer(New(o, true, &server.Hooks{})).Listen(ctx, in, out)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}

@@ -54,7 +54,8 @@ type FakeRunner struct {
 }
 
 // Run runs code as the type's comment says.
-func (f *FakeRunner) Run(ctx context.Context, code string, onLine func(supervisor.Line)) (supervisor.Result, error) {
+func (f *FakeRunner) Run(ctx context.Context, req supervisor.Request) (supervisor.Result, error) {
+	code, onLine := req.Code, req.OnLine
 	if f.Block != nil {
 		if err := f.Block(ctx, code); err != nil {
 			return supervisor.Result{}, err

@@ -21,11 +21,21 @@ const (
 	ReturnJSON ReturnMode = "json"
 )
 
-// Text renders res in the given mode, as the tool's answer carries it. Only
-// JSON mode can fail, when the return value is not valid JSON.
-func Text(mode ReturnMode, res supervisor.Result) (string, error) {
+// File is a file a call returned, as the server keeps it.
+type File struct {
+	Path     string
+	Size     int64
+	MIMEType string
+	URI      string
+}
+
+// Text renders res in the given mode, as the tool's answer carries it; JSON
+// mode lists files too (XML mode leaves them to the resource links after
+// the text). Only JSON mode can fail, when the return value is not valid
+// JSON.
+func Text(mode ReturnMode, res supervisor.Result, files []File) (string, error) {
 	if mode == ReturnJSON {
-		return renderJSON(res)
+		return renderJSON(res, files)
 	}
 	return XML(res), nil
 }
@@ -75,8 +85,9 @@ func xmlReturnValue(res supervisor.Result) string {
 
 // renderJSON renders res as upstream's asJson did with JSON.stringify: a
 // compact object with the keys status, dependencies (when requested), output,
-// then return_value on success or error otherwise.
-func renderJSON(res supervisor.Result) (string, error) {
+// then return_value on success or error otherwise; then files, when the
+// call returned any, which upstream had none of.
+func renderJSON(res supervisor.Result, files []File) (string, error) {
 	var b strings.Builder
 	b.WriteString(`{"status":`)
 	WriteJSString(&b, string(res.Status))
@@ -96,6 +107,22 @@ func renderJSON(res supervisor.Result) (string, error) {
 	} else {
 		b.WriteString(`,"error":`)
 		WriteJSString(&b, res.Error)
+	}
+	if len(files) > 0 {
+		b.WriteString(`,"files":[`)
+		for i, f := range files {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`{"path":`)
+			WriteJSString(&b, f.Path)
+			fmt.Fprintf(&b, `,"size":%d,"mime_type":`, f.Size)
+			WriteJSString(&b, f.MIMEType)
+			b.WriteString(`,"uri":`)
+			WriteJSString(&b, f.URI)
+			b.WriteByte('}')
+		}
+		b.WriteByte(']')
 	}
 	b.WriteByte('}')
 	return b.String(), nil

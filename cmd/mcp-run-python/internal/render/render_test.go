@@ -124,7 +124,7 @@ func TestRenderGolden(t *testing.T) {
 	for _, tc := range renderCases() {
 		for _, mode := range []ReturnMode{ReturnXML, ReturnJSON} {
 			t.Run(tc.name+"/"+string(mode), func(t *testing.T) {
-				got, err := Text(mode, tc.res)
+				got, err := Text(mode, tc.res, nil)
 				if err != nil {
 					t.Fatalf("render: %v", err)
 				}
@@ -198,7 +198,7 @@ func TestEscapeTag(t *testing.T) {
 func TestRenderJSONRejectsInvalidReturnValue(t *testing.T) {
 	for _, value := range []string{"{", "[1,]", "1 2", "nul", `{"a" 1}`} {
 		res := supervisor.Result{Status: supervisor.StatusSuccess, ReturnValue: raw(value)}
-		if _, err := Text(ReturnJSON, res); err == nil {
+		if _, err := Text(ReturnJSON, res, nil); err == nil {
 			t.Errorf("render(json) of return value %q: want an error", value)
 		}
 	}
@@ -220,7 +220,7 @@ func TestRenderXMLStringReturnIsNotJSON(t *testing.T) {
 // renderXMLMust renders res in XML mode.
 func renderXMLMust(t *testing.T, res supervisor.Result) string {
 	t.Helper()
-	got, err := Text(ReturnXML, res)
+	got, err := Text(ReturnXML, res, nil)
 	if err != nil {
 		t.Fatalf("render: %v", err)
 	}

@@ -165,7 +165,7 @@ func TestRenderMatchesUpstreamJavaScript(t *testing.T) {
 			if golden := readGolden(t, tc.name+"."+string(mode)); golden != want {
 				t.Errorf("%s.%s: golden file differs from upstream\ngolden:   %q\nupstream: %q", tc.name, mode, golden, want)
 			}
-			got, err := Text(mode, tc.res)
+			got, err := Text(mode, tc.res, nil)
 			if err != nil {
 				t.Fatalf("%s: render %s: %v", tc.name, mode, err)
 			}

@@ -252,6 +252,9 @@ func (r *Registry) end(s *session, why error) {
 	r.log.Debug("session ended", zap.String("session", s.id), zap.Error(why))
 }
 
+// Idle is how long a session may go without a call.
+func (r *Registry) Idle() time.Duration { return r.cfg.Idle }
+
 // Len is the number of live sessions, for a metric.
 func (r *Registry) Len() int {
 	r.mu.Lock()

@@ -74,7 +74,7 @@ func stdioToolWorkers(workers int) int {
 // running calls get o.Calls's timeout to finish and their results are
 // written, and those that outlast it are cancelled.
 func ServeStdio(ctx context.Context, o Options, workers int, in io.Reader, out io.Writer) error {
-	mcpServer := mcpserver.New(o.Options, mcpserver.NewLevelStore(true), &server.Hooks{})
+	mcpServer := mcpserver.New(o.Options, true, &server.Hooks{})
 	w := &syncWriter{w: out}
 	if limit := o.frontEndLimits().RequestLimit; limit > 0 {
 		// Lines over the limit get an error response, through w so that it
@@ -218,7 +218,7 @@ func newSSEFrontEnd(o Options) *HTTPFrontEnd {
 			streams.register(session.SessionID(), stream)
 		}
 	})
-	mcpServer := mcpserver.New(o.Options, mcpserver.NewLevelStore(true), hooks)
+	mcpServer := mcpserver.New(o.Options, true, hooks)
 	var sse *server.SSEServer
 	sse = server.NewSSEServer(mcpServer,
 		server.WithSSEEndpoint(sseStreamPath),
@@ -589,7 +589,7 @@ func newStreamableFrontEnd(o Options, stateless bool) *HTTPFrontEnd {
 	hooks.AddOnUnregisterSession(func(_ context.Context, session server.ClientSession) {
 		listen.end(session.SessionID())
 	})
-	mcpServer := mcpserver.New(o.Options, mcpserver.NewLevelStore(!stateless), hooks)
+	mcpServer := mcpserver.New(o.Options, !stateless, hooks)
 	opts := []server.StreamableHTTPOption{
 		server.WithEndpointPath(streamablePath),
 		server.WithStreamableHTTPLogger(slogLogger(o.Log)),
