@@ -312,36 +312,47 @@ async function run(
 /** What a file looked like before the run, to tell what the run changed. */
 type Stat = { size: number; mtime: number };
 
-/** Most files looked at in the watched directories: a bound on the cost of a hostile tree. */
+/** Most files looked at in one watched directory: a bound on the cost of a hostile tree. */
 const maxScan = 10_000;
 
+/** The regular files under a watched directory; cut when there were more than maxScan. */
+interface Scan {
+  dir: string;
+  files: Map<string, Stat>;
+  cut: boolean;
+}
+
 /**
- * The regular files under the watched directories. Symlinks are neither
+ * The regular files under each watched directory. Symlinks are neither
  * followed nor reported: the host never gets one. __pycache__ is Python's
  * own and not reported either.
  */
-function scanAll(py: PyodideAPI, dirs: string[]): Map<string, Stat> {
+function scanAll(py: PyodideAPI, dirs: string[]): Scan[] {
   const FS = py.FS;
-  const found = new Map<string, Stat>();
-  const walk = (dir: string) => {
-    let names: string[];
-    try {
-      names = FS.readdir(dir);
-    } catch {
-      return; // not there (yet)
-    }
-    for (const name of names) {
-      if (name === "." || name === ".." || name === "__pycache__" || found.size >= maxScan) {
-        continue;
+  return dirs.map((d) => {
+    const scan: Scan = { dir: d.replace(/\/+$/, ""), files: new Map(), cut: false };
+    const walk = (dir: string) => {
+      let names: string[];
+      try {
+        names = FS.readdir(dir);
+      } catch {
+        return; // not there (yet)
       }
-      const path = `${dir}/${name}`;
-      const st = FS.lstat(path);
-      if (FS.isDir(st.mode)) walk(path);
-      else if (FS.isFile(st.mode)) found.set(path, { size: st.size, mtime: +st.mtime });
-    }
-  };
-  for (const dir of dirs) walk(dir.replace(/\/+$/, ""));
-  return found;
+      for (const name of names) {
+        if (name === "." || name === ".." || name === "__pycache__") continue;
+        if (scan.files.size >= maxScan) {
+          scan.cut = true;
+          return;
+        }
+        const path = `${dir}/${name}`;
+        const st = FS.lstat(path);
+        if (FS.isDir(st.mode)) walk(path);
+        else if (FS.isFile(st.mode)) scan.files.set(path, { size: st.size, mtime: +st.mtime });
+      }
+    };
+    walk(scan.dir);
+    return scan;
+  });
 }
 
 /** One entry of a files frame; see bridge.Change. */
@@ -357,15 +368,18 @@ interface Change {
  * the watched directories, and the figures it made; then the bytes of each
  * changed file within the limit and of each figure, in that order.
  */
-function sendFiles(py: PyodideAPI, runner: PyRunner, before: Map<string, Stat>, msg: RunFrame) {
+function sendFiles(py: PyodideAPI, runner: PyRunner, before: Scan[], msg: RunFrame) {
   const changes: Change[] = [];
   const data: Uint8Array[] = [];
   if (msg.watch?.length) {
     let left = msg.files_limit || Infinity;
     const after = scanAll(py, msg.watch);
-    for (const [path, st] of [...after].sort(([a], [b]) => a < b ? -1 : 1)) {
-      const was = before.get(path);
-      if (was && was.size === st.size && was.mtime === st.mtime) continue;
+    const was = (path: string) => before.find((b) => b.files.has(path))?.files.get(path);
+    // Watched directories may nest: each file is reported once.
+    const now = new Map(after.flatMap((a) => [...a.files]));
+    for (const [path, st] of [...now].sort(([a], [b]) => a < b ? -1 : 1)) {
+      const old = was(path);
+      if (old && old.size === st.size && old.mtime === st.mtime) continue;
       if (st.size > left) {
         changes.push({ path, size: st.size, omitted: true });
         continue;
@@ -374,9 +388,25 @@ function sendFiles(py: PyodideAPI, runner: PyRunner, before: Map<string, Stat>, 
       changes.push({ path, size: st.size });
       data.push(py.FS.readFile(path));
     }
-    for (const path of before.keys()) {
-      if (!after.has(path)) changes.push({ path, deleted: true });
+    const gone = new Set<string>();
+    for (const [i, b] of before.entries()) {
+      if (b.cut || after[i]!.cut) {
+        // A file not seen may be past the cut rather than gone: deleting
+        // it on the host would lose data the code never touched.
+        send(JSON.stringify({
+          type: "output",
+          stream: "stderr",
+          lines: [
+            `[more than ${maxScan} files under ${b.dir}: only the first were looked at, and none there counts as deleted]`,
+          ],
+        }));
+        continue;
+      }
+      for (const path of b.files.keys()) {
+        if (!now.has(path) && !gone.has(path)) gone.add(path);
+      }
     }
+    for (const path of gone) changes.push({ path, deleted: true });
   }
   const figures: { mime_type: string; size: number }[] = [];
   const made = runner.take_figures();

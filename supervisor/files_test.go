@@ -195,3 +195,24 @@ func TestSessionWithMount(t *testing.T) {
 		t.Errorf("session files = %+v", res.Files)
 	}
 }
+
+// A tree too big to look at whole must not read as deleted files: a rw
+// mount beside a working directory holding more than the scan's bound
+// keeps its host files.
+func TestBigTreeDeletesNothing(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "precious.txt"), []byte("user data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, Config{Workers: 1, Files: true, FilesLimit: 1 << 20, Mounts: []mount.Mount{{Host: dir, Sandbox: "/home/pyodide/rw", Writable: true}}})
+	res := execute(t, s, Request{Code: "import os\nos.makedirs('d')\nfor i in range(10001):\n    open(f'd/f{i}', 'w').close()"})
+	if res.Status != StatusSuccess {
+		t.Fatalf("%s %q", res.Status, res.Error)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "precious.txt")); err != nil || string(b) != "user data" {
+		t.Errorf("the host file is %q (%v) after a call that never touched it", b, err)
+	}
+	if out := strings.Join(res.Output, "\n"); !strings.Contains(out, "more than 10000 files under /home/pyodide") {
+		t.Errorf("output %q does not say the tree was cut", out)
+	}
+}

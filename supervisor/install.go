@@ -167,5 +167,5 @@ func installError(reqs []string, err error, out func(Line)) Result {
 	if out != nil {
 		out(Line{Stream: Failure, Text: msg})
 	}
-	return Result{Status: StatusInstallError, Dependencies: reqs, Error: msg}
+	return Result{Status: StatusInstallError, Dependencies: packages.WithoutPython(reqs), Error: msg}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"go.uber.org/zap"
@@ -88,7 +89,7 @@ func (ss *Session) Run(ctx context.Context, req Request) (Result, error) {
 		ss.lost = errors.New("its worker was stopped during a call")
 		res.SessionLost = true
 		if res.Status == StatusRunError {
-			res.Error += "\n[the session's state was lost: its worker was stopped; create a new session]\n"
+			res.Error = strings.TrimRight(res.Error, "\n") + "\n[the session's state was lost: its worker was stopped; create a new session]\n"
 		}
 		ss.end()
 	}

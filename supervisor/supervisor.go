@@ -442,7 +442,7 @@ func (s *Supervisor) serve(ctx context.Context, req Request, ss *Session) (res R
 	}
 	run := bridge.RunRequest{Code: code, Globals: req.Globals, Watch: s.watched(), FilesLimit: s.cfg.FilesLimit}
 	res, files, err := s.call(ctx, w, run, limit, onLine)
-	res.Dependencies = reqs
+	res.Dependencies = packages.WithoutPython(reqs)
 	if err == nil {
 		s.takeFiles(ctx, &res, files, onLine)
 	}

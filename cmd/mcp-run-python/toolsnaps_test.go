@@ -2,18 +2,24 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	clienttransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.uber.org/zap"
 
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcpserver"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcptest"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/sessions"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/transport/transporttest"
 )
 
@@ -85,16 +91,51 @@ func toolSnapshots(t *testing.T, tools []json.RawMessage) map[string]string {
 	return snaps
 }
 
+// toolsnapsVariant is one configuration whose tools are snapshotted, each
+// in a directory of its own.
+type toolsnapsVariant struct {
+	name string
+	dir  string
+	opts []transporttest.Option
+}
+
+// toolsnapsVariants are the default tools (upstream's JSR release), those
+// with --sessions and those with --tool-schema pypi (its PyPI release).
+func toolsnapsVariants(t *testing.T) []toolsnapsVariant {
+	t.Helper()
+	// The registry's interpreters never start: listing tools starts none.
+	registry := sessions.New(sessions.Config{Idle: 30 * time.Minute, Max: 4},
+		func(context.Context) (sessions.Interpreter, error) {
+			t.Error("listing the tools started a session")
+			return nil, errors.New("no sessions in the tool snapshots")
+		}, zap.NewNop())
+	return []toolsnapsVariant{
+		{name: "jsr", dir: toolsnapsDir},
+		{name: "sessions", dir: filepath.Join(toolsnapsDir, "sessions"),
+			opts: []transporttest.Option{func(o *mcpserver.Options) { o.Sessions = registry }}},
+		{name: "pypi", dir: filepath.Join(toolsnapsDir, "pypi"),
+			opts: []transporttest.Option{func(o *mcpserver.Options) { o.Schema = mcpserver.SchemaPyPI }}},
+	}
+}
+
 // TestToolsnaps compares the tools that tools/list sends, byte for byte but
-// for indentation, with testdata/toolsnaps, over every transport and
-// protocol era; -update rewrites the files from stdio.
+// for indentation, with testdata/toolsnaps (and its directories sessions
+// and pypi for those variants), over every transport and protocol era;
+// -update rewrites the files from stdio.
 func TestToolsnaps(t *testing.T) {
 	r := &mcptest.FakeRunner{Version: snapshotPython}
-	want := toolSnapshots(t, rawTools(t, transporttest.Stdio(t, r, 2)(t, mcptest.Legacy)))
-	if updating() {
-		writeToolsnaps(t, want)
+	for _, v := range toolsnapsVariants(t) {
+		t.Run(v.name, func(t *testing.T) { testToolsnaps(t, r, v) })
 	}
-	files, err := filepath.Glob(filepath.Join(toolsnapsDir, "*.json"))
+}
+
+// testToolsnaps is TestToolsnaps for one variant.
+func testToolsnaps(t *testing.T, r mcpserver.Runner, v toolsnapsVariant) {
+	want := toolSnapshots(t, rawTools(t, transporttest.Stdio(t, r, 2, v.opts...)(t, mcptest.Legacy)))
+	if updating() {
+		writeToolsnaps(t, v.dir, want)
+	}
+	files, err := filepath.Glob(filepath.Join(v.dir, "*.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +145,7 @@ func TestToolsnaps(t *testing.T) {
 		}
 	}
 	for name, got := range want {
-		path := filepath.Join(toolsnapsDir, name+".json")
+		path := filepath.Join(v.dir, name+".json")
 		snap, err := os.ReadFile(path)
 		if err != nil {
 			t.Errorf("tool %s: %v (run with -update to write it)", name, err)
@@ -118,7 +159,7 @@ func TestToolsnaps(t *testing.T) {
 	for _, tc := range transporttest.Cases() {
 		for _, e := range tc.Eras {
 			t.Run(tc.Name+"/"+string(e), func(t *testing.T) {
-				c := tc.Serve(t, r)(t, e)
+				c := tc.Serve(t, r, v.opts...)(t, e)
 				if e == mcptest.Modern {
 					// Decoded and encoded again on both sides: the
 					// same tools, if not the same bytes.
@@ -172,13 +213,13 @@ func reencodeTool(t *testing.T, tool mcp.Tool) string {
 	return compact.String()
 }
 
-// writeToolsnaps replaces the snapshot files with snaps.
-func writeToolsnaps(t *testing.T, snaps map[string]string) {
+// writeToolsnaps replaces the snapshot files in dir with snaps.
+func writeToolsnaps(t *testing.T, dir string, snaps map[string]string) {
 	t.Helper()
-	if err := os.MkdirAll(toolsnapsDir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	old, err := filepath.Glob(filepath.Join(toolsnapsDir, "*.json"))
+	old, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +229,7 @@ func writeToolsnaps(t *testing.T, snaps map[string]string) {
 		}
 	}
 	for name, snap := range snaps {
-		if err := os.WriteFile(filepath.Join(toolsnapsDir, name+".json"), []byte(snap), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name+".json"), []byte(snap), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

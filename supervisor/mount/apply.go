@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dustin/go-humanize"
+	"github.com/dustin/go-humanize/english"
 )
 
 // Change is what the sandbox did to one file under the mount: new or
@@ -32,19 +33,19 @@ type Change struct {
 // remove files, never folders, and one of a file already gone is done.
 func (m Mount) Apply(ctx context.Context, changes []Change, lim Limits) error {
 	if !m.Writable {
-		return fmt.Errorf("mount %s: read-only, so nothing was written back (mount it :rw to write back)", m)
+		return fmt.Errorf("mount at %s: read-only, so nothing was written back (mount it :rw to write back)", m.Sandbox)
 	}
 	if err := check(runtime.GOOS, changes, lim); err != nil {
-		return fmt.Errorf("mount %s: %w; nothing was written", m, err)
+		return fmt.Errorf("mount at %s: %w; nothing was written", m.Sandbox, err)
 	}
 	// Checked once only: stopping half way would leave the folder half
 	// changed, and the limits bound the work left.
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("mount %s: %w; nothing was written", m, err)
+		return fmt.Errorf("mount at %s: %w; nothing was written", m.Sandbox, err)
 	}
 	root, err := os.OpenRoot(m.Host)
 	if err != nil {
-		return fmt.Errorf("mount %s: %w; nothing was written", m, err)
+		return fmt.Errorf("mount at %s: %w; nothing was written", m.Sandbox, err)
 	}
 	defer root.Close()
 	// Deletions first: the code may have made a folder where a file was.
@@ -60,7 +61,7 @@ func (m Mount) Apply(ctx context.Context, changes []Change, lim Limits) error {
 				err = write(root, c.Path, c.Data)
 			}
 			if err != nil {
-				return fmt.Errorf("mount %s: writing back %s: %w (%d of %d changes were written before it)", m, c.Path, err, done, len(changes))
+				return fmt.Errorf("mount at %s: writing back %s: %w (%d of %d changes were written before it)", m.Sandbox, c.Path, err, done, len(changes))
 			}
 			done++
 		}
@@ -97,7 +98,7 @@ func check(goos string, changes []Change, lim Limits) error {
 		}
 	}
 	if over := lim.over(len(changes), size); over != "" {
-		return fmt.Errorf("%d changes of %s in all, %s", len(changes), humanize.IBytes(uint64(size)), over)
+		return fmt.Errorf("%s of %s in all, %s", english.Plural(len(changes), "change", "changes"), humanize.IBytes(uint64(size)), over)
 	}
 	return nil
 }

@@ -153,7 +153,10 @@ func TestApply(t *testing.T) {
 				t.Log(err)
 			}
 			if tt.err != nil {
-				errorSays(t, err, append(tt.err, m.String())...)
+				errorSays(t, err, append(tt.err, "mount at "+m.Sandbox)...)
+				if strings.Contains(err.Error(), m.Host) {
+					t.Errorf("error %q shows the host folder to the caller", err)
+				}
 			} else if err != nil {
 				t.Fatal(err)
 			}

@@ -33,7 +33,13 @@ type Skipped struct {
 func (m Mount) Read(ctx context.Context, lim Limits) ([]File, []Skipped, error) {
 	root, err := os.OpenRoot(m.Host)
 	if err != nil {
-		return nil, nil, fmt.Errorf("mount %s: %w", m, err)
+		// The host's path is the operator's business, not the caller's:
+		// errors name the mount by where the sandbox sees it.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, nil, fmt.Errorf("mount at %s: the host folder cannot be opened: %w", m.Sandbox, err)
 	}
 	defer root.Close()
 	var files []File
@@ -77,7 +83,7 @@ func (m Mount) Read(ctx context.Context, lim Limits) ([]File, []Skipped, error) 
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("mount %s: %w", m, err)
+		return nil, nil, fmt.Errorf("mount at %s: %w", m.Sandbox, err)
 	}
 	return files, skipped, nil
 }

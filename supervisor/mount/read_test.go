@@ -146,7 +146,10 @@ func TestRead(t *testing.T) {
 			m := Mount{Host: host, Sandbox: "/data"}
 			files, skipped, err := m.Read(context.Background(), tt.lim)
 			if tt.err != nil {
-				errorSays(t, err, append(tt.err, m.String())...)
+				errorSays(t, err, append(tt.err, "mount at "+m.Sandbox)...)
+				if strings.Contains(err.Error(), m.Host) {
+					t.Errorf("error %q shows the host folder to the caller", err)
+				}
 				if files != nil || skipped != nil {
 					t.Errorf("got %d files and %d skipped with the error, want none", len(files), len(skipped))
 				}

@@ -11,7 +11,8 @@
 //     ([Lock.ImportTable]).
 //  2. A [Resolver] turns PEP 508 requirement strings into a [Plan]: Pyodide's
 //     built-in packages come from its lock file ([Lock], one version each,
-//     always preferred), everything else from a PyPI-style simple index
+//     used whenever it satisfies the requirements; a pure-Python one may
+//     otherwise come from the index), everything else from a PyPI-style simple index
 //     ([Index]: PEP 503 HTML or PEP 691 JSON, PEP 658 metadata files when
 //     offered). Only wheels that run in Pyodide are chosen (pure Python,
 //     cp314 abi3/none, or Pyodide's own platform tag).

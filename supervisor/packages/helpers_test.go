@@ -160,3 +160,24 @@ func testContext(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// addLockWheel adds the wheel w to the lock as a package with the given
+// depends, its file served next to the lock.
+func (tl *testLock) addLockWheel(t *testing.T, w pt.Wheel, depends ...string) {
+	t.Helper()
+	data, _ := w.Build()
+	tl.files[w.Filename()] = data
+	var doc map[string]any
+	if err := json.Unmarshal(tl.lock, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["packages"].(map[string]any)[pt.Normalize(w.Name)] = map[string]any{
+		"name": w.Name, "version": w.Version, "file_name": w.Filename(), "sha256": pt.SHA256(data),
+		"depends": append([]string{}, depends...), "imports": []string{w.Module()},
+		"package_type": "package", "install_dir": "site",
+	}
+	var err error
+	if tl.lock, err = json.Marshal(doc); err != nil {
+		t.Fatal(err)
+	}
+}

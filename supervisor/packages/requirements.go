@@ -22,6 +22,10 @@ var scriptBlockRE = regexp.MustCompile(`(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P
 // not inspected; when it does not, the caller infers requirements from
 // imports with [FromImports].
 //
+// A requires-python in the block is returned as one more requirement,
+// "python" with its specifier (e.g. "python>=3.12"), which [Resolver.Resolve]
+// refuses when Pyodide's Python does not satisfy it.
+//
 // It is an error for the code to have more than one script block, for the
 // block to be invalid TOML, or for "dependencies" to be anything but a list
 // of strings. Blocks of other types (e.g. "# /// pyproject") are ignored, as
@@ -56,9 +60,25 @@ func FromCode(code string) (reqs []string, fromScript bool, err error) {
 	if _, err := toml.Decode(b.String(), &meta); err != nil {
 		return nil, true, fmt.Errorf("PEP 723 script block: invalid TOML: %w", err)
 	}
+	// requires-python becomes a requirement on the virtual package
+	// "python", which the resolver checks against Pyodide's Python.
+	var python []string
+	if rp, ok := meta["requires-python"]; ok {
+		text, ok := rp.(string)
+		if !ok {
+			return nil, true, fmt.Errorf("PEP 723 script block: requires-python must be a string, not %s", tomlTypeName(rp))
+		}
+		spec, err := ParseSpecifier(text)
+		if err != nil {
+			return nil, true, fmt.Errorf("PEP 723 script block: requires-python %q: %w", text, err)
+		}
+		if !spec.IsEmpty() {
+			python = []string{pythonPackage + spec.String()}
+		}
+	}
 	raw, ok := meta["dependencies"]
 	if !ok {
-		return nil, true, nil
+		return python, true, nil
 	}
 	list, ok := raw.([]any)
 	if !ok {
@@ -72,7 +92,23 @@ func FromCode(code string) (reqs []string, fromScript bool, err error) {
 		}
 		reqs = append(reqs, s)
 	}
-	return reqs, true, nil
+	return append(reqs, python...), true, nil
+}
+
+// WithoutPython returns reqs without the requirement on Python that
+// FromCode adds for requires-python: results list what the script asked to
+// install, as upstream's did.
+func WithoutPython(reqs []string) []string {
+	var out []string
+	for _, r := range reqs {
+		// FromCode writes it as "python" and its specifier, which starts
+		// with an operator: python-dateutil is a package.
+		if rest, ok := strings.CutPrefix(r, pythonPackage); ok && rest != "" && strings.ContainsRune("<>=!~", rune(rest[0])) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // tomlTypeName names the TOML type of a decoded value for error messages.

@@ -2,6 +2,7 @@ package packages
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -17,12 +18,14 @@ func TestFromCode(t *testing.T) {
 		{
 			name: "valid",
 			code: "# /// script\n# requires-python = \">=3.12\"\n# dependencies = [\n#   \"pydantic>=2\",\n#   'rich[jupyter]; python_version >= \"3.8\"',\n# ]\n#\n# [tool.x]\n# y = 1\n# ///\nimport pydantic\n",
-			want: []string{"pydantic>=2", `rich[jupyter]; python_version >= "3.8"`}, fromScript: true,
+			want: []string{"pydantic>=2", `rich[jupyter]; python_version >= "3.8"`, "python>=3.12"}, fromScript: true,
 		},
 		{name: "the tool description's example", code: "# /// script\n# dependencies = ['pydantic']\n# ///\nprint('python code here')\n", want: []string{"pydantic"}, fromScript: true},
 		{name: "no block", code: "import numpy\nprint(1)\n", want: nil, fromScript: false},
 		{name: "empty code", code: "", want: nil, fromScript: false},
-		{name: "block without dependencies", code: "# /// script\n# requires-python = \">=3.11\"\n# ///\n", want: nil, fromScript: true},
+		{name: "block without dependencies", code: "# /// script\n# requires-python = \">=3.11\"\n# ///\n", want: []string{"python>=3.11"}, fromScript: true},
+		{name: "requires-python not a specifier", code: "# /// script\n# requires-python = \"three\"\n# ///\n", fromScript: true, errText: `requires-python "three"`},
+		{name: "requires-python not a string", code: "# /// script\n# requires-python = 3\n# ///\n", fromScript: true, errText: "requires-python must be a string, not an integer"},
 		{name: "empty dependencies", code: "# /// script\n# dependencies = []\n# ///\n", want: []string{}, fromScript: true},
 		{name: "other block types are ignored", code: "# /// pyproject\n# dependencies = ['x']\n# ///\n", want: nil, fromScript: false},
 		{name: "unclosed block is no block", code: "# /// script\n# dependencies = ['x']\nprint(1)\n", want: nil, fromScript: false},
@@ -80,5 +83,12 @@ func TestFromImports(t *testing.T) {
 				t.Errorf("got %#v, want %#v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestWithoutPython(t *testing.T) {
+	got := WithoutPython([]string{"python-dateutil", "pythonnet>=1", "numpy", "python>=3.12"})
+	if want := []string{"python-dateutil", "pythonnet>=1", "numpy"}; !slices.Equal(got, want) {
+		t.Errorf("WithoutPython = %q, want %q", got, want)
 	}
 }

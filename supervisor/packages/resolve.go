@@ -14,6 +14,9 @@ import (
 	"time"
 
 	pep440 "github.com/aquasecurity/go-pep440-version"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/mcp-run-python/mcp-run-python/supervisor/packages/pubgrub"
 )
 
 // Origin says where a plan's file comes from.
@@ -100,16 +103,16 @@ type Config struct {
 
 // Resolver turns requirement strings into a [Plan]. It is safe for
 // concurrent use; each Resolve is independent (index pages are fetched
-// anew for each).
+// anew for each), except that concurrent calls with the same requirements
+// share one resolution.
 //
-// It is a greedy resolver without backtracking: every requirement a
-// package names is registered before any of those packages is chosen, each
-// package is chosen once (the newest version allowed by every constraint
-// known at that point), and any later constraint is checked against that
-// choice, which gives a KindConflict error rather than a search for
-// another combination. For the small, mostly pure-Python dependency sets
-// of scripts this picks what pip would; where pip would backtrack, the
-// error names both sides.
+// It chooses versions with PubGrub (package pubgrub): a complete search
+// that backtracks, so that when "a" and "b" are required and b needs a<2 it
+// picks an older a, and that explains in a few lines why nothing fits when
+// nothing does. Index metadata is read lazily, for the versions tried.
+// Pyodide's build of a package is used whenever its version satisfies
+// every requirement on it, as micropip does; otherwise, for a pure-Python
+// package only, a wheel from the index is.
 type Resolver struct {
 	lock      *Lock
 	pyodide   *url.URL
@@ -120,11 +123,12 @@ type Resolver struct {
 	env       Environment
 	tags      tagSet
 	platforms []string
+	flight    *singleflight.Group // shared by WithProgress's copies
 }
 
 // NewResolver checks cfg and returns a Resolver.
 func NewResolver(cfg Config) (*Resolver, error) {
-	r := &Resolver{lock: cfg.Lock, cache: cfg.Cache, client: cfg.HTTPClient, progress: cfg.Progress}
+	r := &Resolver{lock: cfg.Lock, cache: cfg.Cache, client: cfg.HTTPClient, progress: cfg.Progress, flight: &singleflight.Group{}}
 	if r.client == nil {
 		r.client = newHTTPClient()
 	}
@@ -175,20 +179,53 @@ func (r *Resolver) WithProgress(fn func(msg string)) *Resolver {
 // Resolve resolves PEP 508 requirement strings (requirements whose marker
 // is false in Pyodide are dropped) into a plan of files to install, each
 // after its dependencies. Failures are [*Error]s naming the requirement
-// and why, e.g. KindNotFound, KindNoCompatibleWheel, KindConflict,
+// and why, e.g. KindNotFound, KindNoCompatibleWheel, KindConflict (with
+// the solver's explanation when no combination of versions fits),
 // KindUnreachable, KindOfflineMiss, KindInvalid.
+//
+// Concurrent calls with the same requirements share one resolution: the
+// later ones wait for the first and get its plan (or error).
 func (r *Resolver) Resolve(ctx context.Context, reqs []string) (Plan, error) {
-	start := time.Now()
-	s := &resolution{
-		r:           r,
-		nodes:       map[string]*node{},
-		constraints: map[string][]constraint{},
-		projects:    map[string]*Project{},
-	}
-	plan := Plan{Requirements: slices.Clone(reqs)}
 	if len(reqs) == 0 {
-		return plan, nil
+		return Plan{Requirements: slices.Clone(reqs)}, nil
 	}
+	key := strings.Join(reqs, "\n")
+	leader := false
+	ch := r.flight.DoChan(key, func() (any, error) {
+		leader = true
+		return r.resolve(ctx, reqs)
+	})
+	var res singleflight.Result
+	select {
+	case <-ctx.Done():
+		return Plan{}, ctx.Err()
+	case res = <-ch:
+	}
+	if !leader {
+		if res.Err != nil && ctx.Err() == nil && (errors.Is(res.Err, context.Canceled) || errors.Is(res.Err, context.DeadlineExceeded)) {
+			// The call this one waited for was cancelled; this one was not.
+			return r.resolve(ctx, reqs)
+		}
+		if r.progress != nil {
+			r.progress("resolved " + strings.Join(reqs, ", ") + " (together with a concurrent call)")
+		}
+	}
+	if res.Err != nil {
+		return Plan{}, res.Err
+	}
+	plan := res.Val.(Plan)
+	plan.Requirements = slices.Clone(plan.Requirements)
+	plan.Files = slices.Clone(plan.Files)
+	for i := range plan.Files {
+		plan.Files[i].Depends = slices.Clone(plan.Files[i].Depends)
+	}
+	return plan, nil
+}
+
+// resolve is Resolve without the sharing.
+func (r *Resolver) resolve(ctx context.Context, reqs []string) (Plan, error) {
+	start := time.Now()
+	s := newResolution(r)
 	s.say("resolving %s", strings.Join(reqs, ", "))
 	var top []work
 	for _, text := range reqs {
@@ -200,231 +237,196 @@ func (r *Resolver) Resolve(ctx context.Context, reqs []string) (Plan, error) {
 			s.say("%s: skipped, its marker is false in Pyodide", text)
 			continue
 		}
+		if Normalize(req.Name) == pythonPackage {
+			if py := r.env["python_full_version"]; !req.Specifier.Allows(py) {
+				return Plan{}, newError(text, KindConflict, nil, "requires Python %s, but Pyodide runs Python %s", req.Specifier, py)
+			}
+			continue
+		}
 		top = append(top, work{req: req})
 	}
-	s.enqueue(top)
-	for len(s.queue) > 0 {
-		if err := ctx.Err(); err != nil {
-			return Plan{}, err
-		}
-		w := s.queue[0]
-		s.queue = s.queue[1:]
-		if err := s.process(ctx, w); err != nil {
-			return Plan{}, err
-		}
-	}
-	plan.Files = s.ordered()
-	s.say("resolved %d package(s) in %s", len(plan.Files), time.Since(start).Round(time.Millisecond))
-	return plan, nil
-}
-
-// work is a requirement waiting to be processed; by describes who asked
-// ("" for the caller, else "name version").
-type work struct {
-	req Requirement
-	by  string
-}
-
-// constraint is one requirement on a package, kept to check choices.
-type constraint struct {
-	spec Specifier
-	text string
-	by   string
-}
-
-func (c constraint) describe() string {
-	if c.by == "" {
-		return fmt.Sprintf("%q", c.text)
-	}
-	return fmt.Sprintf("%q (required by %s)", c.text, c.by)
-}
-
-// node is a chosen package.
-type node struct {
-	name    string // normalized
-	version string
-	file    PlanFile
-	meta    *Metadata // nil until needed for lock packages
-	extras  []string  // extras whose dependencies were added
-	deps    []string  // normalized names, in the order found
-	lock    bool
-}
-
-type resolution struct {
-	r           *Resolver
-	nodes       map[string]*node
-	order       []string // names in the order chosen
-	constraints map[string][]constraint
-	projects    map[string]*Project
-	queue       []work
-}
-
-func (s *resolution) say(format string, args ...any) {
-	if s.r.progress != nil {
-		s.r.progress(fmt.Sprintf(format, args...))
-	}
-}
-
-func (s *resolution) envWith(extra string) Environment {
-	env := make(Environment, len(s.r.env)+1)
-	for k, v := range s.r.env {
-		env[k] = v
-	}
-	env["extra"] = extra
-	return env
-}
-
-// enqueue registers the constraints of a batch of requirements before any
-// of them is processed, so each choice sees all its siblings' constraints.
-func (s *resolution) enqueue(ws []work) {
-	for _, w := range ws {
-		name := Normalize(w.req.Name)
-		s.constraints[name] = append(s.constraints[name], constraint{spec: w.req.Specifier, text: w.req.Text, by: w.by})
-	}
-	s.queue = append(s.queue, ws...)
-}
-
-func (s *resolution) process(ctx context.Context, w work) error {
-	req := w.req
-	name := Normalize(req.Name)
-	if req.URL != "" {
-		return newError(req.Text, KindInvalid, nil, "direct URL references are not supported; name a package from the index")
-	}
-	n := s.nodes[name]
-	if n == nil {
-		var err error
-		if n, err = s.choose(ctx, name, w); err != nil {
-			return err
-		}
-		s.nodes[name] = n
-		s.order = append(s.order, name)
-		if n.lock {
-			var deps []work
-			for _, d := range s.r.lock.Packages[name].Depends {
-				deps = append(deps, work{req: Requirement{Name: d, Text: d}, by: name + " " + n.version})
-			}
-			s.addDeps(n, deps)
-		} else if err := s.addMetadataDeps(n, nil); err != nil {
-			return err
-		}
-	} else if !req.Specifier.Allows(n.version) {
-		if n.lock {
-			return newError(req.Text, KindConflict, nil, "%s", lockConflict(w.by, name, n.version))
-		}
-		first := s.constraints[name][0]
-		return newError(req.Text, KindConflict, nil, "%s%s %s was already chosen for %s",
-			requiredBy(w.by), name, n.version, first.describe())
-	}
-	// Extras asked for now that were not handled yet.
-	var newExtras []string
-	for _, e := range req.Extras {
-		if !slices.Contains(n.extras, e) {
-			newExtras = append(newExtras, e)
-		}
-	}
-	if len(newExtras) == 0 {
-		return nil
-	}
-	if n.meta == nil {
-		md, err := s.lockMetadata(ctx, n, req.Text)
-		if err != nil {
-			return err
-		}
-		n.meta = md
-	}
-	return s.addMetadataDeps(n, newExtras)
-}
-
-// requiredBy starts a reason with who needs the requirement, if anyone.
-func requiredBy(by string) string {
-	if by == "" {
-		return ""
-	}
-	return "required by " + by + ", but "
-}
-
-// lockConflict explains Pyodide's one-version rule.
-func lockConflict(by, name, version string) string {
-	return fmt.Sprintf("%sPyodide ships %s %s and cannot install another version of it", requiredBy(by), name, version)
-}
-
-// addDeps records a node's dependencies and queues them.
-func (s *resolution) addDeps(n *node, ws []work) {
-	for _, w := range ws {
-		d := Normalize(w.req.Name)
-		if d != n.name && !slices.Contains(n.deps, d) {
-			n.deps = append(n.deps, d)
-		}
-	}
-	s.enqueue(ws)
-}
-
-// addMetadataDeps queues the Requires-Dist entries of n's metadata that
-// apply: with extras nil, those whose marker holds without an extra; with
-// extras, those that hold only for one of these extras.
-func (s *resolution) addMetadataDeps(n *node, extras []string) error {
-	by := n.name + " " + n.version
-	var ws []work
-	for _, text := range n.meta.RequiresDist {
-		req, err := ParseRequirement(text)
-		if err != nil {
-			return newError(text, KindInvalid, err, "bad dependency in the metadata of %s", by)
-		}
-		base := req.Marker == nil || req.Marker.Evaluate(s.envWith(""))
-		use := false
-		if extras == nil {
-			use = base
-		} else if !base {
-			for _, e := range extras {
-				if req.Marker.Evaluate(s.envWith(e)) {
-					use = true
-					break
-				}
-			}
-		}
-		if use {
-			ws = append(ws, work{req: req, by: by})
-		}
-	}
-	n.extras = append(n.extras, extras...)
-	s.addDeps(n, ws)
-	return nil
-}
-
-// choose picks the version and file of a package not chosen yet.
-func (s *resolution) choose(ctx context.Context, name string, w work) (*node, error) {
-	cons := s.constraints[name]
-	if lp, ok := s.r.lockPackage(name); ok {
-		for _, c := range cons {
-			if !c.spec.Allows(lp.Version) {
-				return nil, newError(c.text, KindConflict, nil, "%s", lockConflict(c.by, name, lp.Version))
-			}
-		}
-		src := s.r.pyodide.ResolveReference(&url.URL{Path: url.PathEscape(lp.FileName)})
-		s.say("%s %s: built into Pyodide", name, lp.Version)
-		return &node{
-			name: name, version: lp.Version, lock: true,
-			file: PlanFile{
-				Name: name, Version: lp.Version, Filename: lp.FileName, Source: sourceString(src),
-				SHA256: lp.SHA256, Origin: OriginLock, PackageType: lp.PackageType, InstallDir: lp.InstallDir,
-			},
-		}, nil
-	}
-	if s.r.index == nil {
-		return nil, newError(w.req.Text, KindNotFound, nil, "%s is not a Pyodide package and no package index is configured", name)
-	}
-	proj, err := s.project(ctx, name, w)
+	root, err := s.requirements(top)
 	if err != nil {
-		return nil, err
+		return Plan{}, err
 	}
-	return s.chooseFromIndex(ctx, name, proj, w)
+	for {
+		sol, err := pubgrub.Solve(ctx, s, root)
+		var ns *pubgrub.NoSolution
+		switch {
+		case err == nil:
+			plan := Plan{Requirements: slices.Clone(reqs), Files: s.plan(sol, top)}
+			s.say("resolved %d package(s) in %s", len(plan.Files), time.Since(start).Round(time.Millisecond))
+			return plan, nil
+		case ctx.Err() != nil:
+			return Plan{}, ctx.Err()
+		case !errors.As(err, &ns):
+			var e *Error
+			if errors.As(err, &e) {
+				return Plan{}, e
+			}
+			return Plan{}, err
+		}
+		if !s.expandContested() {
+			return Plan{}, s.noSolution(ns, top, reqs)
+		}
+		// Solve again with the index's versions of the built-ins asked for
+		// at other versions; what was read so far stays known.
+		clear(s.versions)
+	}
 }
 
-func (r *Resolver) lockPackage(name string) (*LockPackage, bool) {
-	if r.lock == nil {
-		return nil, false
+// expandContested lists the index versions of the contested pure-Python
+// built-ins from now on; it reports whether there were new ones.
+func (s *resolution) expandContested() bool {
+	if s.r.index == nil {
+		return false
 	}
-	return r.lock.Package(name)
+	more := false
+	for name := range s.contested {
+		if lp, _ := s.r.lockPackage(name); !s.expanded[name] && !s.r.builtinIsNative(lp) {
+			s.expanded[name] = true
+			more = true
+		}
+	}
+	return more
+}
+
+// noSolution explains a failed solve: by the simplest cause found (a
+// requirement no version matches, a built-in that cannot be replaced), else
+// with the solver's explanation.
+func (s *resolution) noSolution(ns *pubgrub.NoSolution, top []work, reqs []string) error {
+	for _, w := range top {
+		name := Normalize(w.req.Name)
+		if _, builtin := s.r.lockPackage(name); builtin {
+			continue
+		}
+		set := s.set(name, w)
+		if slices.ContainsFunc(s.versions[name], set.Contains) {
+			continue
+		}
+		var matching []*candidate
+		for _, c := range s.cands[name] {
+			if w.req.Specifier.allows(c.version, c.text) {
+				matching = append(matching, c)
+			}
+		}
+		if len(matching) > 0 && !slices.ContainsFunc(matching, func(c *candidate) bool { return len(c.usable) > 0 }) {
+			return s.noUsableFile(name, matching, w)
+		}
+		return newError(w.req.Text, KindNotFound, nil, "no version of %s matches %s (available: %s)",
+			name, w.req.Specifier, availableVersions(s.cands[name]))
+	}
+	names := make([]string, 0, len(s.contested))
+	for name := range s.contested {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, native := range []bool{true, false} {
+		for _, name := range names {
+			lp, _ := s.r.lockPackage(name)
+			w := s.contested[name]
+			if s.r.builtinIsNative(lp) != native {
+				continue
+			}
+			if native {
+				return newError(w.req.Text, KindConflict, nil, "Pyodide ships %s %s; only its build can be installed, and it does not satisfy %q%s",
+					name, lp.Version, w.req.Text, byText(w))
+			}
+			if set := s.set(name, w); !slices.ContainsFunc(s.versions[name], set.Contains) {
+				where := "and no package index is configured"
+				if s.r.index != nil {
+					where = "and the index has no version of it that does"
+				}
+				return newError(w.req.Text, KindConflict, nil, "Pyodide ships %s %s, which does not satisfy %q%s, %s",
+					name, lp.Version, w.req.Text, byText(w), where)
+			}
+		}
+	}
+	return newError(strings.Join(reqs, ", "), KindConflict, nil, "no set of versions satisfies every requirement:\n%s", ns.Explain())
+}
+
+// lockFile is the plan file of a built-in package.
+func (s *resolution) lockFile(name string, lp *LockPackage) PlanFile {
+	src := s.r.pyodide.ResolveReference(&url.URL{Path: url.PathEscape(lp.FileName)})
+	return PlanFile{
+		Name: name, Version: lp.Version, Filename: lp.FileName, Source: sourceString(src),
+		SHA256: lp.SHA256, Origin: OriginLock, PackageType: lp.PackageType, InstallDir: lp.InstallDir,
+	}
+}
+
+// plan lists the files of a solution, dependencies first (a cycle is
+// broken where it was entered), otherwise in the order of the requirements
+// that brought them in.
+func (s *resolution) plan(sol map[string]string, top []work) []PlanFile {
+	// The dependencies of each real package, its chosen extras' included.
+	deps := map[string][]string{}
+	var extras []string
+	for pkg, v := range sol {
+		name, extra := splitExtra(pkg)
+		switch {
+		case pkg == pythonPackage:
+		case extra != "":
+			extras = append(extras, pkg)
+		default:
+			deps[name] = append(deps[name], s.deps[pkg+" "+v]...)
+		}
+	}
+	sort.Strings(extras)
+	for _, pkg := range extras {
+		name, _ := splitExtra(pkg)
+		for _, d := range s.deps[pkg+" "+sol[pkg]] {
+			if d != name && !slices.Contains(deps[name], d) {
+				deps[name] = append(deps[name], d)
+			}
+		}
+	}
+	var out []PlanFile
+	state := map[string]int{} // 1 visiting, 2 done
+	var visit func(name string)
+	visit = func(name string) {
+		if state[name] != 0 {
+			return
+		}
+		state[name] = 1
+		var ds []string
+		for _, d := range deps[name] {
+			if _, ok := deps[d]; ok {
+				ds = append(ds, d)
+				visit(d)
+			}
+		}
+		state[name] = 2
+		f := s.file(name, sol[name])
+		f.Depends = ds
+		out = append(out, f)
+	}
+	for _, w := range top {
+		visit(Normalize(w.req.Name))
+	}
+	rest := make([]string, 0, len(deps))
+	for name := range deps {
+		rest = append(rest, name)
+	}
+	sort.Strings(rest)
+	for _, name := range rest {
+		visit(name)
+	}
+	return out
+}
+
+// file is the plan file of name v: the lock's for a built-in at its lock
+// version, else the index file whose metadata was read.
+func (s *resolution) file(name, v string) PlanFile {
+	if lp, ok := s.r.lockPackage(name); ok && lp.Version == v {
+		s.say("%s %s: built into Pyodide", name, v)
+		return s.lockFile(name, lp)
+	}
+	f := s.candidate(name, v).usable[0]
+	s.say("%s %s: from the index (%s)", name, v, f.Filename)
+	return PlanFile{
+		Name: name, Version: v, Filename: f.Filename, Source: f.URL, SHA256: f.SHA256,
+		Size: f.Size, Origin: OriginIndex, PackageType: TypePackage, InstallDir: "site",
+	}
 }
 
 // project gets a project's index page, from the cache when offline.
@@ -439,7 +441,7 @@ func (s *resolution) project(ctx context.Context, name string, w work) (*Project
 		p, err = s.r.cache.loadProject(ix.String(), name)
 		if errors.Is(err, errNotFound) {
 			return nil, newError(w.req.Text, KindOfflineMiss, nil,
-				"offline mode, and the package cache has no index page for %s (from %s)", name, ix)
+				"offline mode, and the package cache has no index page for %s (from %s)%s", name, ix, byText(w))
 		}
 	} else {
 		p, err = ix.Project(ctx, name)
@@ -457,104 +459,26 @@ func (s *resolution) project(ctx context.Context, name string, w work) (*Project
 		case errors.Is(err, ErrProjectNotFound):
 			return nil, newError(w.req.Text, KindNotFound, nil, "no package named %s on the index %s%s", name, ix, byText(w))
 		case errors.As(err, &ue):
-			return nil, newError(w.req.Text, KindUnreachable, err, "cannot look up %s", name)
+			return nil, newError(w.req.Text, KindUnreachable, err, "cannot look up %s%s", name, byText(w))
 		}
-		return nil, newError(w.req.Text, KindUnreachable, err, "cannot read the index page of %s", name)
+		return nil, newError(w.req.Text, KindUnreachable, err, "cannot read the index page of %s%s", name, byText(w))
 	}
 	s.projects[name] = p
 	return p, nil
-}
-
-func byText(w work) string {
-	if w.by == "" {
-		return ""
-	}
-	return " (required by " + w.by + ")"
 }
 
 // candidate is one version on the index with its usable wheels.
 type candidate struct {
 	version  pep440.Version
 	text     string
-	usable   []IndexFile // compatible wheels, best first
+	usable   []IndexFile // compatible wheels, best first (yanked last)
 	rejected []string    // why other files of this version are not usable
 }
 
-func (s *resolution) chooseFromIndex(ctx context.Context, name string, proj *Project, w work) (*node, error) {
-	cons := s.constraints[name]
-	pinned := false
-	for _, c := range cons {
-		pinned = pinned || c.spec.pinned()
-	}
-	cands := s.candidates(name, proj, pinned)
-	if len(cands) == 0 {
-		return nil, newError(w.req.Text, KindNotFound, nil, "the index %s lists no files for %s%s", s.r.index, name, byText(w))
-	}
-	// Versions allowed by every constraint, pre-releases per PEP 440.
-	allowPre := false
-	for _, c := range cons {
-		allowPre = allowPre || c.spec.Prereleases()
-	}
-	var finals, pres []*candidate
-	for _, c := range cands {
-		ok := true
-		for _, con := range cons {
-			ok = ok && con.spec.allows(c.version, c.text)
-		}
-		if !ok {
-			continue
-		}
-		if c.version.IsPreRelease() {
-			pres = append(pres, c)
-		} else {
-			finals = append(finals, c)
-		}
-	}
-	matching := finals
-	if allowPre {
-		matching = append(finals, pres...)
-	} else if len(finals) == 0 {
-		matching = pres // only pre-releases match: PEP 440 allows them then
-	}
-	sort.SliceStable(matching, func(i, j int) bool { return matching[i].version.GreaterThan(matching[j].version) })
-	if len(matching) == 0 {
-		return nil, newError(w.req.Text, KindNotFound, nil, "no version of %s matches %s (available: %s)",
-			name, describeConstraints(cons), availableVersions(cands))
-	}
-	var tried []string
-	for _, c := range matching {
-		for _, f := range c.usable {
-			md, err := s.indexMetadata(ctx, name, c.text, f, w)
-			if err != nil {
-				return nil, err
-			}
-			if md.RequiresPython != "" {
-				if rp, err := ParseSpecifier(md.RequiresPython); err == nil && !rp.Allows(s.r.env["python_full_version"]) {
-					tried = append(tried, fmt.Sprintf("%s requires Python %s", f.Filename, md.RequiresPython))
-					continue
-				}
-			}
-			s.say("%s %s: from the index (%s)", name, c.text, f.Filename)
-			return &node{
-				name: name, version: c.text, meta: md,
-				file: PlanFile{
-					Name: name, Version: c.text, Filename: f.Filename, Source: f.URL, SHA256: f.SHA256,
-					Size: f.Size, Origin: OriginIndex, PackageType: TypePackage, InstallDir: "site",
-				},
-			}, nil
-		}
-		tried = append(tried, c.rejected...)
-	}
-	hint := ""
-	for _, why := range tried {
-		if strings.HasSuffix(why, whyPlatform) || strings.HasSuffix(why, whySdist) {
-			hint = fmt.Sprintf("; Pyodide needs pure-Python wheels (py3-none-any) or wheels built for %s", s.platformText())
-			break
-		}
-	}
-	return nil, newError(w.req.Text, KindNoCompatibleWheel, nil,
-		"no file of %s %s can be installed in Pyodide (%s)%s",
-		name, describeMatching(matching), summarize(tried, 6), hint)
+// yankedOnly reports whether every usable file of c is yanked: PEP 592
+// allows it then only for a pinned requirement.
+func (c *candidate) yankedOnly() bool {
+	return len(c.usable) > 0 && c.usable[0].Yanked
 }
 
 // Reasons a file is not usable that call for a hint on what Pyodide needs.
@@ -565,7 +489,7 @@ const (
 
 // candidates groups a project's files by version and sorts out which
 // wheels are usable.
-func (s *resolution) candidates(name string, proj *Project, pinned bool) []*candidate {
+func (s *resolution) candidates(name string, proj *Project) []*candidate {
 	byVersion := map[string]*candidate{}
 	var out []*candidate
 	pyFull := s.r.env["python_full_version"]
@@ -592,9 +516,6 @@ func (s *resolution) candidates(name string, proj *Project, pinned bool) []*cand
 			continue
 		case s.r.tags.rank(w) < 0:
 			reject(whyPlatform)
-			continue
-		case f.Yanked && !pinned:
-			reject("yanked")
 			continue
 		case !sha256RE.MatchString(f.SHA256):
 			reject("the index gives no sha256 for it")
@@ -669,15 +590,6 @@ func (s *resolution) indexMetadata(ctx context.Context, name, version string, f 
 	return md, nil
 }
 
-// lockMetadata reads the METADATA of a lock package's wheel, needed when
-// extras of a built-in package are asked for.
-func (s *resolution) lockMetadata(ctx context.Context, n *node, req string) (*Metadata, error) {
-	if _, ok := parseWheelName(n.file.Filename); !ok {
-		return &Metadata{Name: n.name, Version: n.version}, nil
-	}
-	return s.wheelMetadata(ctx, n.file, work{req: Requirement{Text: req}})
-}
-
 // wheelMetadata reads METADATA from inside a wheel, fetched through the
 // cache when there is one (so that installing it later is a cache hit),
 // else into memory; either way checked against its sha256.
@@ -725,39 +637,11 @@ func (s *resolution) metadataError(ctx context.Context, w work, name, version, f
 		return newError(w.req.Text, KindHashMismatch, nil, "%s has sha256 %s, but the %s says %s; the file was discarded",
 			he.file, he.got, origin.describe(), he.want)
 	case errors.As(err, &ue):
-		return newError(w.req.Text, KindUnreachable, err, "cannot read the metadata of %s %s", name, version)
+		return newError(w.req.Text, KindUnreachable, err, "cannot read the metadata of %s %s%s", name, version, byText(w))
 	case errors.Is(err, errNotFound):
-		return newError(w.req.Text, KindNotFound, err, "%s is listed but missing", filename)
+		return newError(w.req.Text, KindNotFound, err, "%s is listed but missing%s", filename, byText(w))
 	}
-	return newError(w.req.Text, KindNoCompatibleWheel, err, "cannot read the metadata of %s %s", name, version)
-}
-
-// ordered lists the chosen packages' files, dependencies first (a cycle
-// is broken where it was entered), otherwise in the order chosen.
-func (s *resolution) ordered() []PlanFile {
-	var out []PlanFile
-	state := map[string]int{} // 1 visiting, 2 done
-	var visit func(name string)
-	visit = func(name string) {
-		if state[name] != 0 {
-			return
-		}
-		state[name] = 1
-		n := s.nodes[name]
-		for _, d := range n.deps {
-			if _, ok := s.nodes[d]; ok {
-				visit(d)
-			}
-		}
-		state[name] = 2
-		f := n.file
-		f.Depends = slices.Clone(n.deps)
-		out = append(out, f)
-	}
-	for _, name := range s.order {
-		visit(name)
-	}
-	return out
+	return newError(w.req.Text, KindNoCompatibleWheel, err, "cannot read the metadata of %s %s%s", name, version, byText(w))
 }
 
 func (s *resolution) platformText() string {
@@ -765,26 +649,6 @@ func (s *resolution) platformText() string {
 		return "Pyodide"
 	}
 	return s.r.platforms[0]
-}
-
-func describeConstraints(cons []constraint) string {
-	var parts []string
-	for _, c := range cons {
-		spec := c.spec.String()
-		if spec == "" {
-			continue
-		}
-		if c.by != "" {
-			spec += " (required by " + c.by + ")"
-		}
-		if !slices.Contains(parts, spec) {
-			parts = append(parts, spec)
-		}
-	}
-	if len(parts) == 0 {
-		return "any version"
-	}
-	return strings.Join(parts, " and ")
 }
 
 func availableVersions(cands []*candidate) string {

@@ -1,6 +1,10 @@
 package packages
 
 import (
+	"fmt"
+	"sync"
+	"time"
+
 	pt "github.com/mcp-run-python/mcp-run-python/supervisor/packages/packagestest"
 
 	"errors"
@@ -43,6 +47,28 @@ func newTestCache(t *testing.T, opts CacheOptions) *Cache {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// checkResolve resolves reqs and checks the plan against want ("name==version"
+// in order) or, with kind set, the error's kind and that its message
+// contains msg.
+func checkResolve(t *testing.T, r *Resolver, reqs, want []string, kind Kind, msg string) Plan {
+	t.Helper()
+	plan, err := r.Resolve(testContext(t), reqs)
+	if kind != 0 {
+		e := wantKind(t, err, kind)
+		if !strings.Contains(e.Error(), msg) {
+			t.Fatalf("error %q does not contain %q", e.Error(), msg)
+		}
+		return plan
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := planNames(plan); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("plan = %v, want %v", got, want)
+	}
+	return plan
 }
 
 func TestResolve(t *testing.T) {
@@ -105,19 +131,21 @@ func TestResolve(t *testing.T) {
 		},
 		{
 			name: "lock package and a conflicting pin", reqs: []string{"builtin==1.0"}, kind: KindConflict,
-			msg: `cannot install "builtin==1.0": Pyodide ships builtin 1.5.0 and cannot install another version of it`,
+			msg: `cannot install "builtin==1.0": Pyodide ships builtin 1.5.0; only its build can be installed, and it does not satisfy "builtin==1.0"`,
 		},
 		{
 			name: "lock package and a conflicting dependency", reqs: []string{"zeta"}, kind: KindConflict,
-			msg: `cannot install "builtin<1": required by zeta 1.0, but Pyodide ships builtin 1.5.0 and cannot install another version of it`,
+			msg: `cannot install "builtin<1": Pyodide ships builtin 1.5.0; only its build can be installed, and it does not satisfy "builtin<1" (required by zeta 1.0)`,
 		},
 		{
 			name: "lock package chosen, then a conflicting pin", reqs: []string{"builtin", "zeta"}, kind: KindConflict,
-			msg: `cannot install "builtin<1": required by zeta 1.0, but Pyodide ships builtin 1.5.0 and cannot install another version of it`,
+			msg: `cannot install "builtin<1": Pyodide ships builtin 1.5.0; only its build can be installed, and it does not satisfy "builtin<1" (required by zeta 1.0)`,
 		},
 		{
 			name: "two requirements in conflict", reqs: []string{"alpha==1.0", "eta"}, kind: KindConflict,
-			msg: `cannot install "alpha>=2": required by eta 1.0, but alpha 1.0 was already chosen for "alpha==1.0"`,
+			msg: "cannot install \"alpha==1.0, eta\": no set of versions satisfies every requirement:\n" +
+				"Because every version of eta depends on alpha >=2 and you require alpha ==1.0, every version of eta is forbidden.\n" +
+				"So, because you require eta, version solving failed.",
 		},
 		{name: "invalid requirement", reqs: []string{"alpha>="}, kind: KindInvalid, msg: `cannot install "alpha>="`},
 		{name: "direct URL", reqs: []string{"alpha @ file:///nonexistent/alpha.whl"}, kind: KindInvalid, msg: "direct URL"},
@@ -128,20 +156,7 @@ func TestResolve(t *testing.T) {
 			r := newTestResolver(t, repo, v, newTestCache(t, CacheOptions{}))
 			for _, tc := range tests {
 				t.Run(tc.name, func(t *testing.T) {
-					plan, err := r.Resolve(testContext(t), tc.reqs)
-					if tc.kind != 0 {
-						e := wantKind(t, err, tc.kind)
-						if !strings.Contains(e.Error(), tc.msg) {
-							t.Fatalf("error %q does not contain %q", e.Error(), tc.msg)
-						}
-						return
-					}
-					if err != nil {
-						t.Fatal(err)
-					}
-					if got := planNames(plan); strings.Join(got, " ") != strings.Join(tc.want, " ") {
-						t.Fatalf("plan = %v, want %v", got, tc.want)
-					}
+					checkResolve(t, r, tc.reqs, tc.want, tc.kind, tc.msg)
 				})
 			}
 		})
@@ -240,4 +255,208 @@ func TestNewResolverErrors(t *testing.T) {
 			t.Errorf("NewResolver(%+v) succeeded", cfg)
 		}
 	}
+}
+
+// solverRepo is the index of the tests of version solving.
+func solverRepo(t *testing.T) *pt.Repo {
+	t.Helper()
+	r := &pt.Repo{}
+	add := func(name, version string, requires ...string) {
+		r.Add(wheel(name, version, "py3-none-any", requires...))
+	}
+	// One level: b needs a<2.
+	add("a", "1.0")
+	add("a", "1.5")
+	add("a", "2.0")
+	add("b", "1.0", "a<2")
+	// Two levels: c 2.0 needs d>=2, whose only version needs e>=2.
+	add("c", "1.0", "d<2")
+	add("c", "2.0", "d>=2")
+	add("d", "1.0", "e")
+	add("d", "2.0", "e>=2")
+	add("e", "1.0")
+	add("e", "2.0")
+	// No solution: x and y disagree on z.
+	add("x", "1.0", "z<2")
+	add("y", "1.0", "z>=2")
+	add("z", "1.0")
+	add("z", "2.0")
+	// Pyodide ships six 1.17.0 (pure Python); the index has others.
+	add("six", "1.16.0")
+	add("six", "1.18.0")
+	// An index wheel of a native built-in, which must never be used.
+	add("builtin_native", "0.2")
+	// Errors name who needed the package.
+	add("m", "1.0", "nonexistent-dep")
+	add("m2", "1.0", "native")
+	r.Add(wheel("native", "1.0", "cp314-cp314-manylinux_2_17_x86_64"))
+	return r
+}
+
+func TestResolveSolver(t *testing.T) {
+	tests := []struct {
+		name    string
+		reqs    []string
+		want    []string // plan in order; nil with kind set
+		origins string   // origin of each file, "l" lock or "i" index, when set
+		kind    Kind
+		msg     string // substring of the error
+	}{
+		{name: "backtracking one level", reqs: []string{"a", "b"}, want: []string{"a==1.5", "b==1.0"}},
+		{name: "backtracking two levels", reqs: []string{"c", "e<2"}, want: []string{"e==1.0", "d==1.0", "c==1.0"}},
+		{
+			name: "no solution, explained", reqs: []string{"x", "y"}, kind: KindConflict,
+			msg: "cannot install \"x, y\": no set of versions satisfies every requirement:\n" +
+				"Because every version of x depends on z <2 and every version of y depends on z >=2, x is incompatible with y.\n" +
+				"So, because you require both x and y, version solving failed.",
+		},
+		{name: "pure built-in preferred", reqs: []string{"six"}, want: []string{"six==1.17.0"}, origins: "l"},
+		{name: "pure built-in pinned to another version", reqs: []string{"six==1.16.0"}, want: []string{"six==1.16.0"}, origins: "i"},
+		{name: "pure built-in, a newer version asked for", reqs: []string{"six>=1.18"}, want: []string{"six==1.18.0"}, origins: "i"},
+		{
+			name: "Pyodide's package depending on a replaced one", reqs: []string{"sixuser", "six<1.17"},
+			want: []string{"six==1.16.0", "sixuser==1.0"}, origins: "il",
+		},
+		{
+			name: "pure built-in, no version satisfies", reqs: []string{"six==1.0"}, kind: KindConflict,
+			msg: `cannot install "six==1.0": Pyodide ships six 1.17.0, which does not satisfy "six==1.0", and the index has no version of it that does`,
+		},
+		{
+			name: "native built-in cannot be replaced", reqs: []string{"builtin-native<0.3"}, kind: KindConflict,
+			msg: `cannot install "builtin-native<0.3": Pyodide ships builtin-native 0.3; only its build can be installed, and it does not satisfy "builtin-native<0.3"`,
+		},
+		{name: "requires-python satisfied", reqs: []string{"python>=3.12", "e"}, want: []string{"e==2.0"}},
+		{
+			name: "requires-python not satisfied", reqs: []string{"python>=3.15", "e"}, kind: KindConflict,
+			msg: `cannot install "python>=3.15": requires Python >=3.15, but Pyodide runs Python 3.14.2`,
+		},
+		{
+			name: "error names the requiring package", reqs: []string{"m"}, kind: KindNotFound,
+			msg: `cannot install "nonexistent-dep": no package named nonexistent-dep on the index`,
+		},
+		{
+			name: "no usable wheel names the requiring package", reqs: []string{"m2"}, kind: KindNoCompatibleWheel,
+			msg: `cannot install "native": no file of native 1.0 can be installed in Pyodide (required by m2 1.0)`,
+		},
+	}
+	repo := solverRepo(t)
+	for _, v := range []pt.Variant{{JSON: true, Metadata: true}, {Dir: true}} {
+		t.Run(v.String(), func(t *testing.T) {
+			tl := makeLock(t)
+			tl.addLockWheel(t, wheel("six", "1.17.0", ""))
+			tl.addLockWheel(t, wheel("sixuser", "1.0", "", "six"), "six")
+			r, err := NewResolver(Config{Lock: tl.parsed(t), PyodideURL: tl.location(t, v.Dir), IndexURL: repo.Location(t, v)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range tests {
+				t.Run(tc.name, func(t *testing.T) {
+					plan := checkResolve(t, r, tc.reqs, tc.want, tc.kind, tc.msg)
+					if tc.origins != "" {
+						var got string
+						for _, f := range plan.Files {
+							got += string(f.Origin[0])
+						}
+						if got != tc.origins {
+							t.Errorf("origins = %s, want %s", got, tc.origins)
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestResolveNamesRequirer(t *testing.T) {
+	// The error's message names the package that needed the missing one.
+	r := newTestResolver(t, solverRepo(t), pt.Variant{Dir: true}, nil)
+	_, err := r.Resolve(testContext(t), []string{"m"})
+	if e := wantKind(t, err, KindNotFound); !strings.Contains(e.Error(), "(required by m 1.0)") {
+		t.Errorf("error %q does not name m 1.0", e.Error())
+	}
+}
+
+func TestResolveUnknownExtra(t *testing.T) {
+	var lines []string
+	r := newTestResolver(t, standardRepo(t), pt.Variant{Dir: true}, nil).WithProgress(func(s string) { lines = append(lines, s) })
+	plan, err := r.Resolve(testContext(t), []string{"alpha[nosuch]", "beta[fast]"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(planNames(plan), " "); got != "alpha==1.1 delta==1.0 gamma==1.0 beta==1.0" {
+		t.Errorf("plan = %s", got)
+	}
+	text := strings.Join(lines, "\n")
+	if !strings.Contains(text, `warning: alpha 1.1 has no extra "nosuch"`) {
+		t.Errorf("no warning about the unknown extra in %q", lines)
+	}
+	if strings.Contains(text, `no extra "fast"`) {
+		t.Errorf("a warning about a known extra in %q", lines)
+	}
+}
+
+func TestResolveConcurrentCallsShare(t *testing.T) {
+	repo := solverRepo(t)
+	srv, counter := repo.Serve(t, pt.Variant{JSON: true}, 200*time.Millisecond)
+	r, err := NewResolver(Config{IndexURL: srv.URL + "/simple/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const calls = 4
+	var wg sync.WaitGroup
+	plans := make([]Plan, calls)
+	errs := make([]error, calls)
+	for i := range calls {
+		wg.Go(func() { plans[i], errs[i] = r.Resolve(testContext(t), []string{"a", "b"}) })
+	}
+	wg.Wait()
+	for i := range calls {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if got := strings.Join(planNames(plans[i]), " "); got != "a==1.5 b==1.0" {
+			t.Errorf("call %d: plan = %s", i, got)
+		}
+	}
+	if n := counter.Get("/simple/a/"); n != 1 {
+		t.Errorf("the index page of a was read %d times, want 1", n)
+	}
+}
+
+func TestResolveScale(t *testing.T) {
+	// 50 packages of 10 versions: p<i> <j>.0 needs p<i+1> ==<j>.0, and the
+	// last must be <5, so the solver must walk every package back to 4.0.
+	const packages, versions = 50, 10
+	repo := &pt.Repo{}
+	for i := range packages {
+		for j := 1; j <= versions; j++ {
+			var requires []string
+			if i+1 < packages {
+				requires = []string{fmt.Sprintf("p%d==%d.0", i+1, j)}
+			}
+			repo.Add(wheel(fmt.Sprintf("p%d", i), fmt.Sprintf("%d.0", j), "py3-none-any", requires...))
+		}
+	}
+	r, err := NewResolver(Config{IndexURL: repo.Location(t, pt.Variant{JSON: true, Metadata: true, Dir: true})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	plan, err := r.Resolve(testContext(t), []string{"p0", fmt.Sprintf("p%d<5", packages-1)})
+	elapsed := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Files) != packages {
+		t.Fatalf("%d files, want %d", len(plan.Files), packages)
+	}
+	for _, f := range plan.Files {
+		if f.Version != "4.0" {
+			t.Fatalf("%s %s, want 4.0", f.Name, f.Version)
+		}
+	}
+	if elapsed > time.Second {
+		t.Errorf("resolving took %s, want under a second", elapsed)
+	}
+	t.Logf("resolved %d packages of %d versions in %s", packages, versions, elapsed)
 }

@@ -122,12 +122,14 @@ type Metadata struct {
 	RequiresDist []string
 	// RequiresPython is the Requires-Python specifier, "" if absent.
 	RequiresPython string
+	// ProvidesExtra are the extras the distribution declares.
+	ProvidesExtra []string
 }
 
 // parseMetadata reads the header part of a core metadata file (an RFC 822
 // style header block; the description body after the first blank line is
 // ignored). Hand-written rather than net/textproto because METADATA files in
-// the wild have lines textproto rejects, and only four fields matter here.
+// the wild have lines textproto rejects, and only five fields matter here.
 func parseMetadata(data []byte) (*Metadata, error) {
 	var md Metadata
 	var key, val string
@@ -142,6 +144,8 @@ func parseMetadata(data []byte) (*Metadata, error) {
 			md.RequiresDist = append(md.RequiresDist, v)
 		case "requires-python":
 			md.RequiresPython = v
+		case "provides-extra":
+			md.ProvidesExtra = append(md.ProvidesExtra, v)
 		}
 		key, val = "", ""
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"mime"
+	"net/http"
 	"strings"
 	"unicode/utf8"
 
@@ -53,7 +54,7 @@ func (f fileResults) keep(owner string, scope filestore.Scope, res supervisor.Re
 			continue
 		}
 		kept = append(kept, render.File{Path: e.Path, Size: e.Size, MIMEType: e.MIMEType, URI: e.URI})
-		link := mcp.NewResourceLink(e.URI, e.Path, "", e.MIMEType)
+		link := mcp.NewResourceLink(e.URI, e.Path, "a file the code wrote; resources/read returns it", e.MIMEType)
 		link.Size = &e.Size
 		content = append(content, link)
 		if filestore.IsImage(e.MIMEType) {
@@ -61,12 +62,29 @@ func (f fileResults) keep(owner string, scope filestore.Scope, res supervisor.Re
 		}
 	}
 	for i, fig := range res.Figures {
-		content, notes = f.image(content, notes, fmt.Sprintf("figure %d", i+1), fig.MIMEType, fig.Data)
+		name := fmt.Sprintf("figure %d", i+1)
+		if !figureIs(fig.MIMEType, fig.Data) {
+			// The type is what the code's _repr_ method claimed.
+			notes = append(notes, fmt.Sprintf("%s is not shown: its bytes are not %s", name, fig.MIMEType))
+			continue
+		}
+		content, notes = f.image(content, notes, name, fig.MIMEType, fig.Data)
 	}
 	if len(notes) > 0 {
 		content = append(content, mcp.NewTextContent("["+strings.Join(notes, "; ")+"]"))
 	}
 	return kept, content
+}
+
+// figureIs reports whether a figure's bytes are what its type says: as
+// for files, clients decode an image by its type, and some reject a whole
+// conversation over one that is not what it says. An SVG is text, which no
+// sniffing tells from other text.
+func figureIs(mimeType string, data []byte) bool {
+	if mimeType == "image/svg+xml" {
+		return utf8.Valid(data)
+	}
+	return filestore.IsImage(mimeType) && http.DetectContentType(data) == mimeType
 }
 
 // image adds data as image content, or a note when it is past the limit.

@@ -191,7 +191,19 @@ func (r *Registry) find(owner, id string) (*session, error) {
 	if e, ok := r.ended.Peek(id); ok && visible(e.owner, owner) {
 		return nil, e.why
 	}
-	return nil, fmt.Errorf("%w %q: no session of yours has this id; create one with create_session", ErrUnknown, id)
+	return nil, fmt.Errorf("%w %q: no session of yours has this id; create one with create_session", ErrUnknown, shorten(id))
+}
+
+// maxShownID is the most of an unknown id an error repeats: a real one is
+// 26 characters, and a caller's megabyte of junk need not come back.
+const maxShownID = 64
+
+// shorten returns id, cut to maxShownID bytes with a mark when longer.
+func shorten(id string) string {
+	if len(id) <= maxShownID {
+		return id
+	}
+	return strings.ToValidUTF8(id[:maxShownID], "") + "…"
 }
 
 // visible reports whether a session of owner may be used by caller.
@@ -245,10 +257,12 @@ func (r *Registry) end(s *session, why error) {
 	s.timer.Stop()
 	r.ended.Add(s.id, ending{owner: s.owner, why: why})
 	r.mu.Unlock()
-	s.in.Close()
+	// What belongs to the session goes before its interpreter, whose
+	// worker can take a while to die: calls already say it ended.
 	if r.cfg.OnEnd != nil {
 		r.cfg.OnEnd(s.id)
 	}
+	s.in.Close()
 	r.log.Debug("session ended", zap.String("session", s.id), zap.Error(why))
 }
 

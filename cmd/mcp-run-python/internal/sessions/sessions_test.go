@@ -230,3 +230,23 @@ func TestCloseOwnerAndShutdown(t *testing.T) {
 		t.Error("Create after Shutdown succeeded")
 	}
 }
+
+// TestEndFreesBeforeClosing checks that a session's files go before its
+// interpreter is closed: a worker can take a while to die, and a session
+// that calls already say has ended must not serve its files meanwhile.
+func TestEndFreesBeforeClosing(t *testing.T) {
+	var in *fake
+	var openAtEnd []bool
+	r := New(Config{Idle: time.Hour, Max: 1, OnEnd: func(string) { openAtEnd = append(openAtEnd, !in.closed.Load()) }},
+		func(context.Context) (Interpreter, error) {
+			in = &fake{}
+			return in, nil
+		}, zap.NewNop())
+	id := create(t, r, "a")
+	if err := r.Close("a", id); err != nil {
+		t.Fatal(err)
+	}
+	if len(openAtEnd) != 1 || !openAtEnd[0] || !in.closed.Load() {
+		t.Errorf("OnEnd calls with the interpreter open: %v, closed at last: %v; want [true], true", openAtEnd, in.closed.Load())
+	}
+}

@@ -19,19 +19,28 @@ import (
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/transport"
 )
 
-// options returns the options of a server around r, in XML mode.
-func options(r mcpserver.Runner) transport.Options {
-	return transport.Options{Options: mcpserver.Options{
+// Option changes the options of a server under test, such as to offer
+// sessions or another tool schema.
+type Option func(*mcpserver.Options)
+
+// options returns the options of a server around r, in XML mode, changed by
+// opts.
+func options(r mcpserver.Runner, opts []Option) transport.Options {
+	o := transport.Options{Options: mcpserver.Options{
 		Version: "1.2.3-test", Runner: r, ReturnMode: render.ReturnXML, Log: zap.NewNop(),
 		Calls: mcpserver.NewCallGate(mcptest.Timeout, mcptest.Timeout),
 	}}
+	for _, opt := range opts {
+		opt(&o.Options)
+	}
+	return o
 }
 
 // Stdio serves r over stdio with workers tool workers and returns a connect
 // function. The stdio transport has one client; connect may be called once.
-func Stdio(t *testing.T, r mcpserver.Runner, workers int) mcptest.ConnectFunc {
+func Stdio(t *testing.T, r mcpserver.Runner, workers int, opts ...Option) mcptest.ConnectFunc {
 	t.Helper()
-	o := options(r)
+	o := options(r, opts)
 	return mcptest.Stdio(t, func(ctx context.Context, in io.Reader, out io.Writer) error {
 		return transport.ServeStdio(ctx, o, workers, in, out)
 	})
@@ -41,7 +50,13 @@ func Stdio(t *testing.T, r mcpserver.Runner, workers int) mcptest.ConnectFunc {
 // returns a connect function and the server's URL.
 func HTTP(t *testing.T, kind transport.Kind, r mcpserver.Runner, opts ...clienttransport.StreamableHTTPCOption) (mcptest.ConnectFunc, string) {
 	t.Helper()
-	fe, err := transport.NewHTTPFrontEnd(kind, options(r))
+	return HTTPWith(t, kind, r, nil, opts...)
+}
+
+// HTTPWith is HTTP with the server's options changed by server.
+func HTTPWith(t *testing.T, kind transport.Kind, r mcpserver.Runner, server []Option, opts ...clienttransport.StreamableHTTPCOption) (mcptest.ConnectFunc, string) {
+	t.Helper()
+	fe, err := transport.NewHTTPFrontEnd(kind, options(r, server))
 	if err != nil {
 		t.Fatalf("front end: %v", err)
 	}
@@ -66,8 +81,9 @@ func HTTP(t *testing.T, kind transport.Kind, r mcpserver.Runner, opts ...clientt
 
 // Case is one way of serving MCP under test.
 type Case struct {
-	Name  string
-	Serve func(t *testing.T, r mcpserver.Runner) mcptest.ConnectFunc
+	Name string
+	// Serve serves r, with the server's options changed by opts.
+	Serve func(t *testing.T, r mcpserver.Runner, opts ...Option) mcptest.ConnectFunc
 	Eras  []mcptest.Era
 	// LegacyLevels reports whether legacy clients keep the level they set
 	// with logging/setLevel (not in stateless mode, as upstream).
@@ -79,16 +95,18 @@ type Case struct {
 // Cases lists every transport, and the standalone GET stream.
 func Cases() []Case {
 	both := []mcptest.Era{mcptest.Legacy, mcptest.Modern}
-	httpCase := func(kind transport.Kind, opts ...clienttransport.StreamableHTTPCOption) func(*testing.T, mcpserver.Runner) mcptest.ConnectFunc {
-		return func(t *testing.T, r mcpserver.Runner) mcptest.ConnectFunc {
-			c, _ := HTTP(t, kind, r, opts...)
+	httpCase := func(kind transport.Kind, client ...clienttransport.StreamableHTTPCOption) func(*testing.T, mcpserver.Runner, ...Option) mcptest.ConnectFunc {
+		return func(t *testing.T, r mcpserver.Runner, opts ...Option) mcptest.ConnectFunc {
+			c, _ := HTTPWith(t, kind, r, opts, client...)
 			return c
 		}
 	}
 	return []Case{
 		{
-			Name:         "stdio",
-			Serve:        func(t *testing.T, r mcpserver.Runner) mcptest.ConnectFunc { return Stdio(t, r, 2) },
+			Name: "stdio",
+			Serve: func(t *testing.T, r mcpserver.Runner, opts ...Option) mcptest.ConnectFunc {
+				return Stdio(t, r, 2, opts...)
+			},
 			Eras:         both,
 			LegacyLevels: true,
 		},
