@@ -143,7 +143,7 @@ func TestPackages(t *testing.T) {
 				{"hash_mismatch_lock", "import six", installError(`"six"`,
 					`cannot install "six==1.17.0": six-1.17.0-py2.py3-none-any.whl has sha256 `+fakeSix+`, but the Pyodide lock file says 228c50f73aa7addf2c2ccf2979c256802a59ab69cad8152b31b9443cc8140f42; the file was discarded`)},
 				{"pin_conflicts_with_pyodide", script(`"six<1"`, "1"), installError(`"six<1"`,
-					`cannot install "six<1": Pyodide ships six 1.17.0 and cannot install another version of it`)},
+					`cannot install "six<1": Pyodide ships six 1.17.0, which does not satisfy "six<1", and the index has no version of it that does`)},
 				{"invalid_script_block", "# /// script\n# dependencies = 'greet'\n# ///\n1",
 					"<status>install-error</status>\n<error>\nPEP 723 script block: dependencies must be a list of strings, not a string\n</error>"},
 			}
@@ -205,11 +205,10 @@ func TestPackagesFromDirectoryAndDeps(t *testing.T) {
 	c := tg.connect(t)
 	// --deps are there without being asked for, and not listed.
 	c.expectRun(t, "import colorlib\ncolorlib.__version__", "<status>success</status>\n<return_value>\n1.0\n</return_value>")
-	// A script's dependencies are resolved together with --deps.
-	// The resolver does not backtrack: it says what clashes rather than
-	// fall back to an older greet.
-	c.expectRun(t, script(`"greet"`, "import greet\ngreet.__version__"), installError(`"greet"`,
-		`cannot install "colorlib>=1.1": required by greet 2.0, but colorlib 1.0 was already chosen for "colorlib==1.0"`))
+	// A script's dependencies are resolved together with --deps: greet 2.0
+	// needs colorlib>=1.1, so the resolver backtracks to greet 1.0.
+	c.expectRun(t, script(`"greet"`, "import greet\ngreet.__version__"),
+		"<status>success</status>\n<dependencies>[\"greet\"]</dependencies>\n<return_value>\n1.0\n</return_value>")
 	c.expectRun(t, script(`"greet<2"`, "import greet, colorlib\ngreet.__version__, colorlib.__version__"),
 		"<status>success</status>\n<dependencies>[\"greet<2\"]</dependencies>\n<return_value>\n[\n  \"1.0\",\n  \"1.0\"\n]\n</return_value>")
 }

@@ -465,7 +465,7 @@ func (c *e2eClient) expectGarbageRefused(t *testing.T, s *e2eSetup) {
 // HTTP, with one worker: sessions have workers of their own.
 func TestStateSessions(t *testing.T) {
 	s := setup(t)
-	for _, mode := range []string{modeStdio, modeStateful, modeStateless} {
+	for _, mode := range []string{modeStdio, modeStateful, modeSSE, modeStateless} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			tg := startTarget(t, s, mode, "--sessions", "--workers", "1")
@@ -474,7 +474,7 @@ func TestStateSessions(t *testing.T) {
 			t.Run("bad_arguments", func(t *testing.T) { testSessionBadArguments(t, s, c) })
 			a, b := testSessionLife(t, c)
 			switch mode {
-			case modeStateful:
+			case modeStateful, modeSSE:
 				t.Run("other_mcp_session", func(t *testing.T) { testSessionOwnership(t, tg, c, a, b) })
 			case modeStateless:
 				t.Run("other_client", func(t *testing.T) { testSessionCapability(t, c, tg.connect(t)) })
@@ -709,7 +709,7 @@ func testSessionOwnership(t *testing.T, tg *target, c *e2eClient, a, b string) {
 	expectNoResources(t, other)
 	c.expectRunIn(t, b, "open('notes.txt').read()", success("b"))
 
-	// Ending the MCP session (DELETE /mcp) ends its Python sessions.
+	// Ending the MCP session (DELETE /mcp, or the end of the SSE stream) ends its Python sessions.
 	sessions := `mcp_run_python_sessions`
 	if got := metric(t, tg, sessions); got != 1 {
 		t.Errorf("%s is %v with one session open, want 1", sessions, got)
