@@ -95,26 +95,42 @@ func (in *installer) files(ctx context.Context, reqs []string, installed map[str
 	if len(all) == 0 {
 		return nil, nil
 	}
-	progress := func(msg string) {
+	progress := in.progress(out)
+	plan, err := in.plan(ctx, all, nil, progress)
+	if err != nil {
+		return nil, err
+	}
+	local, err := in.fetch(ctx, plan, installed, progress)
+	if err != nil {
+		return nil, err
+	}
+	return in.wheels(local, installed)
+}
+
+// progress returns the function that sends a progress line to the server's
+// log and, as a Progress line, to out if it is not nil.
+func (in *installer) progress(out func(Line)) func(string) {
+	return func(msg string) {
 		in.log.Debug(msg)
 		if out != nil {
 			out(Line{Stream: Progress, Text: msg})
 		}
 	}
-	plan, err := in.plan(ctx, all, progress)
-	if err != nil {
-		return nil, err
-	}
+}
+
+// fetch gets the files of plan not installed yet into the cache.
+func (in *installer) fetch(ctx context.Context, plan packages.Plan, installed map[string]bool, progress func(string)) ([]packages.LocalFile, error) {
 	var todo packages.Plan
 	for _, f := range plan.Files {
 		if !installed[f.Filename] {
 			todo.Files = append(todo.Files, f)
 		}
 	}
-	local, err := in.cache.WithProgress(progress).Fetch(ctx, todo)
-	if err != nil {
-		return nil, err
-	}
+	return in.cache.WithProgress(progress).Fetch(ctx, todo)
+}
+
+// wheels reads fetched files for the worker and marks them installed.
+func (in *installer) wheels(local []packages.LocalFile, installed map[string]bool) ([]bridge.Wheel, error) {
 	wheels := make([]bridge.Wheel, len(local))
 	for i, f := range local {
 		data, err := os.ReadFile(f.Path)
@@ -127,15 +143,19 @@ func (in *installer) files(ctx context.Context, reqs []string, installed map[str
 	return wheels, nil
 }
 
-// plan resolves reqs, reusing a plan made for the same requirements within
-// planTTL.
-func (in *installer) plan(ctx context.Context, reqs []string, progress func(string)) (packages.Plan, error) {
+// plan resolves reqs and the requirements inferred from imports (see
+// [packages.Resolver.ResolveInferred]), reusing a plan made for the same
+// requirements within planTTL.
+func (in *installer) plan(ctx context.Context, reqs, inferred []string, progress func(string)) (packages.Plan, error) {
 	key := strings.Join(reqs, "\n")
+	if len(inferred) > 0 {
+		key += "\n\x00inferred\n" + strings.Join(inferred, "\n")
+	}
 	if r, ok := in.plans.Get(key); ok {
-		progress("resolved " + strings.Join(reqs, ", ") + " (as resolved " + time.Since(r.at).Round(time.Second).String() + " ago)")
+		progress("resolved " + strings.Join(append(slices.Clone(reqs), inferred...), ", ") + " (as resolved " + time.Since(r.at).Round(time.Second).String() + " ago)")
 		return r.plan, nil
 	}
-	plan, err := in.resolver.WithProgress(progress).Resolve(ctx, reqs)
+	plan, err := in.resolver.WithProgress(progress).ResolveInferred(ctx, reqs, inferred)
 	if err != nil {
 		return packages.Plan{}, err
 	}
@@ -143,19 +163,179 @@ func (in *installer) plan(ctx context.Context, reqs []string, progress func(stri
 	return plan, nil
 }
 
-// inferred maps the modules code imports that the worker cannot import to
-// the packages to install. Ask after installing --deps: what they bring is
-// then importable and not inferred again.
-func (in *installer) inferred(ctx context.Context, w *worker, code string) ([]string, error) {
+// maxImportRounds bounds the rounds of installing what the code's imports
+// need and then asking the worker again what is still missing.
+const maxImportRounds = 2
+
+// fromImports installs into w the packages for the modules code imports
+// that w cannot import yet, and returns the requirements it installed. Call
+// it after installing --deps: what they bring is then importable and not
+// inferred again.
+//
+// It works in rounds: the packages inferred from the missing imports are
+// installed first, then the worker is asked again what is still missing,
+// because a package often brings another module the code imports (`import
+// mdit_py_plugins, markdown_it`: mdit-py-plugins brings markdown-it-py). A
+// name that no package provides is not installed and not an error: Python
+// raises ImportError only if that import really runs. It is said in a
+// progress line once a later round finds it still missing (or no round is
+// left to look). A project on the index whose wheel does not provide the
+// imported module (a look-alike) is not installed either.
+//
+// A failure names the phase it happened in (finding imports, resolving and
+// downloading, installing).
+func (in *installer) fromImports(ctx context.Context, w *worker, code string, installed map[string]bool, out func(Line)) (reqs []string, phase string, err error) {
 	// Without the word there is no import statement to find: skip the round trip.
 	if !strings.Contains(code, "import") {
-		return nil, nil
+		return nil, "", nil
 	}
-	names, err := w.conn.Imports(ctx, code)
-	if err != nil {
-		return nil, fmt.Errorf("find the code's imports: %w", err)
+	progress := in.progress(out)
+	tried := map[string]bool{} // normalized packages looked up in a round
+	type pending struct {
+		round  int
+		reason string
 	}
-	return packages.FromImports(names, nil, in.imports), nil
+	notFound := map[string]pending{} // by import name
+	var missing []string
+	round := 0
+	for ; round < maxImportRounds; round++ {
+		if missing, err = w.conn.Imports(ctx, code); err != nil {
+			return reqs, phaseImports, fmt.Errorf("find the code's imports: %w", err)
+		}
+		var fresh []packages.Inferred
+		for _, inf := range packages.InferImports(missing, nil, in.imports) {
+			if key := packages.Normalize(inf.Package); !tried[key] {
+				tried[key] = true
+				fresh = append(fresh, inf)
+			}
+		}
+		if len(fresh) == 0 {
+			break
+		}
+		wheels, used, skipped, err := in.inferredFiles(ctx, fresh, reqs, installed, progress)
+		if err != nil {
+			// The failed call lists what it tried to install, as before
+			// there were rounds.
+			for _, inf := range fresh {
+				reqs = append(reqs, inf.Package)
+			}
+			return reqs, phaseFetch, err
+		}
+		for imp, why := range skipped {
+			notFound[imp] = pending{round, why}
+		}
+		if len(wheels) > 0 {
+			if err := w.conn.Install(ctx, wheels); err != nil {
+				return append(reqs, used...), phaseInstall, err
+			}
+		}
+		reqs = append(reqs, used...)
+	}
+	// A name skipped in an earlier round that the last look still found
+	// missing, or one skipped in the last round, is really not there.
+	imps := make([]string, 0, len(notFound))
+	for imp := range notFound {
+		imps = append(imps, imp)
+	}
+	slices.Sort(imps)
+	for _, imp := range imps {
+		p := notFound[imp]
+		switch {
+		case p.round < round && !slices.Contains(missing, imp):
+			progress(imp + ": provided by the packages installed for the other imports")
+		default:
+			progress("skipping " + imp + ": no package provides it, so importing it raises ImportError (" + p.reason + ")")
+		}
+	}
+	return reqs, "", nil
+}
+
+// inferredFiles resolves the packages inferred from imports (after --deps
+// and those of earlier rounds, so that versions stay consistent) and
+// returns the files to install, the requirements they are for, and the
+// import names left out because no package provides them, with why.
+//
+// A package from the index that was chosen because of an import name (not
+// one of Pyodide's built-ins, whose lock file lists their imports) is
+// checked to provide the imported top-level module: a look-alike project
+// that took the name on the index, or a project some table maps wrongly, is
+// dropped and the rest resolved again.
+func (in *installer) inferredFiles(ctx context.Context, fresh []packages.Inferred, earlier []string, installed map[string]bool, progress func(string)) ([]bridge.Wheel, []string, map[string]string, error) {
+	firm := append(slices.Clone(in.deps), earlier...)
+	skipped := map[string]string{}
+	cand := slices.Clone(fresh)
+	for len(cand) > 0 {
+		names := make([]string, len(cand))
+		for i, inf := range cand {
+			names[i] = inf.Package
+		}
+		plan, err := in.plan(ctx, firm, names, progress)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		for _, sk := range plan.Skipped {
+			for _, inf := range cand {
+				if inf.Package == sk.Requirement {
+					skipped[inf.Import] = sk.Reason
+				}
+			}
+		}
+		local, err := in.fetch(ctx, plan, installed, progress)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		var keep []packages.Inferred
+		lookalike := false
+		for _, inf := range cand {
+			if _, ok := skipped[inf.Import]; ok {
+				continue
+			}
+			if why := lookAlike(inf, plan, local); why != "" {
+				progress("skipping look-alike " + why)
+				skipped[inf.Import] = "the project of that name on the index is a look-alike"
+				lookalike = true
+				continue
+			}
+			keep = append(keep, inf)
+		}
+		if !lookalike {
+			wheels, err := in.wheels(local, installed)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			var used []string
+			for _, inf := range keep {
+				used = append(used, inf.Package)
+			}
+			return wheels, used, skipped, nil
+		}
+		cand = keep
+	}
+	return nil, nil, skipped, nil
+}
+
+// lookAlike says why the index package chosen for an import does not
+// provide the imported module ("" when it does, or when it is not an index
+// package fetched now: Pyodide's built-ins list their imports in the lock
+// file, and a file installed before was checked then).
+func lookAlike(inf packages.Inferred, plan packages.Plan, local []packages.LocalFile) string {
+	if inf.Builtin {
+		return ""
+	}
+	name := packages.Normalize(inf.Package)
+	for _, f := range local {
+		if f.Name != name || f.Origin != packages.OriginIndex {
+			continue
+		}
+		mods, err := packages.WheelModules(f.Path)
+		if err != nil {
+			return fmt.Sprintf("%s %s: cannot read which modules %s provides (%v), so it is not installed for import %s", f.Name, f.Version, f.Filename, err, inf.Import)
+		}
+		if !mods[inf.Module()] {
+			return fmt.Sprintf("%s %s: %s does not provide module %s, so it is not installed for import %s", f.Name, f.Version, f.Filename, inf.Module(), inf.Import)
+		}
+	}
+	return ""
 }
 
 // installError is the result of a call whose packages could not be installed.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
+	pt "github.com/mcp-run-python/mcp-run-python/supervisor/packages/packagestest"
 )
 
 // wheel builds a pure-Python wheel with one module file.
@@ -117,4 +118,94 @@ func TestWaitingForAWorkerDoesNotCountAgainstTheInstall(t *testing.T) {
 		t.Errorf("a call that waited longer than its time limit for a worker: %+v, %v", res, err)
 	}
 	<-busy
+}
+
+// Packages are inferred from imports carefully: a name no package provides
+// is skipped (Python raises ImportError only if the import runs), a
+// look-alike project whose wheel does not provide the module is not
+// installed, and a second look finds modules the first round's packages
+// brought in.
+func TestInferredImports(t *testing.T) {
+	repo := &pt.Repo{}
+	// lookmod on the index is a look-alike: its wheel holds lookmod_impl.
+	repo.Add(pt.Wheel{Name: "lookmod", Version: "1.0", Package: "lookmod_impl", TopLevel: []string{"lookmod_impl"}})
+	// mdplug needs mdcore-py, which provides the module mdcore; the index's
+	// own "mdcore" project is a look-alike.
+	repo.Add(pt.Wheel{Name: "mdplug", Version: "1.0", Requires: []string{"mdcore-py"}, Source: "PLUG = 'plug'\n"})
+	repo.Add(pt.Wheel{Name: "mdcore-py", Version: "2.0", Package: "mdcore", Source: "CORE = 'core'\n"})
+	repo.Add(pt.Wheel{Name: "mdcore", Version: "0.1", Package: "mdcore_fake"})
+	srv, _ := repo.Serve(t, pt.Variant{JSON: true, Metadata: true}, 0)
+	s := start(t, Config{Workers: 2, IndexURL: srv.URL + "/simple/"})
+
+	tests := []struct {
+		name, code string
+		status     Status
+		deps       []string
+		output     string   // a line of the output, if set
+		progress   []string // in the call's progress lines
+		noProgress []string // not in them
+	}{
+		{
+			name: "guarded and dead imports",
+			code: "try:\n    import cPickle as pickle\nexcept ImportError:\n    import pickle\n" +
+				"from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import nosuch_typing_only\n" +
+				"if False:\n    import lookmod\nprint(pickle.__name__)\n",
+			status:   StatusSuccess,
+			output:   "pickle",
+			progress: []string{"skipping cPickle: no package provides it", "skipping nosuch_typing_only", "skipping look-alike lookmod 1.0"},
+		},
+		{
+			name:     "a look-alike is not installed and the import fails when it runs",
+			code:     "import lookmod\n",
+			status:   StatusRunError,
+			progress: []string{"skipping look-alike lookmod 1.0: lookmod-1.0-py3-none-any.whl does not provide module lookmod"},
+		},
+		{
+			name:       "the second round finds the module a dependency brought",
+			code:       "import mdplug, mdcore\nprint(mdplug.PLUG, mdcore.CORE, mdcore.__version__)\n",
+			status:     StatusSuccess,
+			deps:       []string{"mdplug"},
+			output:     "plug core 2.0",
+			progress:   []string{"skipping look-alike mdcore 0.1", "mdcore: provided by the packages installed"},
+			noProgress: []string{"skipping mdcore:"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var progress []string
+			res, err := s.Run(context.Background(), Request{Code: tc.code, OnLine: func(l Line) {
+				if l.Stream == Progress {
+					progress = append(progress, l.Text)
+				}
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			all := strings.Join(progress, "\n")
+			if res.Status != tc.status || !slices.Equal(res.Dependencies, tc.deps) {
+				t.Errorf("got %s %q, dependencies %q; want %s, %q\nprogress:\n%s", res.Status, res.Error, res.Dependencies, tc.status, tc.deps, all)
+			}
+			if tc.output != "" && !slices.Contains(res.Output, tc.output) {
+				t.Errorf("output %q lacks %q", res.Output, tc.output)
+			}
+			if tc.status == StatusRunError && !strings.Contains(res.Error, "ModuleNotFoundError: No module named 'lookmod'") {
+				t.Errorf("error %q is not the import's", res.Error)
+			}
+			for _, p := range tc.progress {
+				if !strings.Contains(all, p) {
+					t.Errorf("progress lacks %q:\n%s", p, all)
+				}
+			}
+			for _, p := range tc.noProgress {
+				if strings.Contains(all, p) {
+					t.Errorf("progress has %q:\n%s", p, all)
+				}
+			}
+			for _, line := range res.Output {
+				if strings.Contains(line, "skipping") {
+					t.Errorf("a skip in the output: %q", line)
+				}
+			}
+		})
+	}
 }

@@ -415,16 +415,13 @@ func (s *Supervisor) serve(ctx context.Context, req Request, ss *Session) (res R
 			}
 			wheels = nil
 		}
-		if reqs, err = s.pkgs.inferred(installCtx, w, code); err != nil {
-			if limit.passed() {
-				return s.installFailed(ctx, limit, phaseImports, nil, err, onLine)
+		// Installs what the imports need, in rounds (see fromImports).
+		var phase string
+		if reqs, phase, err = s.pkgs.fromImports(installCtx, w, code, installed, onLine); err != nil {
+			if phase == phaseImports && !limit.passed() {
+				return Result{}, err
 			}
-			return Result{}, err
-		}
-		if len(reqs) > 0 {
-			if wheels, err = s.pkgs.files(installCtx, reqs, installed, onLine); err != nil {
-				return s.installFailed(ctx, limit, phaseFetch, reqs, err, onLine)
-			}
+			return s.installFailed(ctx, limit, phase, reqs, err, onLine)
 		}
 	}
 	if len(wheels) > 0 {

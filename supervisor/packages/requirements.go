@@ -130,20 +130,61 @@ func tomlTypeName(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// FromImports maps the imports of a Python source (top-level module names
-// as pyodide.code.find_imports reports them) to the packages to install:
+// Inferred is a package to install because code imports a module.
+type Inferred struct {
+	// Import is the import name, e.g. "yaml" or "google.protobuf".
+	Import string
+	// Package is the project that provides it, e.g. "PyYAML".
+	Package string
+	// Builtin: Pyodide's lock file names the package (its import table).
+	Builtin bool
+	// Guessed: no table names the project; it is the import name itself.
+	Guessed bool
+}
+
+// Module is the top-level module the import needs ("google" for
+// "google.protobuf").
+func (i Inferred) Module() string {
+	m, _, _ := strings.Cut(i.Import, ".")
+	return m
+}
+
+// InferImports maps the imports of a Python source (module names as
+// pyodide.code.find_imports reports them, parents included) to the packages
+// to install:
 //
 //   - names importable already (importable returns true; nil means none is)
 //     and relative imports are skipped;
 //   - a name in table (import name → package name, see [Lock.ImportTable])
-//     maps to that package;
-//   - any other name without a dot stands for a package of the same name;
-//     dotted names the table does not know are skipped.
+//     maps to that package: Pyodide's built-ins win;
+//   - else a well-known import name that differs from its project maps to
+//     that project (see [KnownImport]);
+//   - any other name without a dot stands for a package of the same name
+//     (Guessed), unless a dotted name under it is in a table (the
+//     "google" of "google.protobuf" is a namespace, not a project);
+//     dotted names no table knows are skipped.
 //
 // The result keeps the order in which names are first seen and has no
 // duplicates (compared by normalized package name).
-func FromImports(imports []string, importable func(string) bool, table map[string]string) []string {
-	var out []string
+func InferImports(imports []string, importable func(string) bool, table map[string]string) []Inferred {
+	lookup := func(imp string) (pkg string, builtin, ok bool) {
+		if pkg, ok := table[imp]; ok {
+			return pkg, true, true
+		}
+		pkg, ok = KnownImport(imp)
+		return pkg, false, ok
+	}
+	// Parents of dotted names a table knows are namespaces.
+	namespaces := map[string]bool{}
+	for _, imp := range imports {
+		imp = strings.TrimSpace(imp)
+		if _, _, ok := lookup(imp); ok && strings.Contains(imp, ".") {
+			for i := strings.LastIndex(imp, "."); i > 0; i = strings.LastIndex(imp[:i], ".") {
+				namespaces[imp[:i]] = true
+			}
+		}
+	}
+	var out []Inferred
 	seen := map[string]bool{}
 	for _, imp := range imports {
 		imp = strings.TrimSpace(imp)
@@ -153,19 +194,29 @@ func FromImports(imports []string, importable func(string) bool, table map[strin
 		if importable != nil && importable(imp) {
 			continue
 		}
-		pkg, ok := table[imp]
-		if !ok {
-			if strings.Contains(imp, ".") {
+		inf := Inferred{Import: imp}
+		var ok bool
+		if inf.Package, inf.Builtin, ok = lookup(imp); !ok {
+			if strings.Contains(imp, ".") || namespaces[imp] {
 				continue
 			}
-			pkg = imp
+			inf.Package, inf.Guessed = imp, true
 		}
-		key := Normalize(pkg)
+		key := Normalize(inf.Package)
 		if seen[key] {
 			continue
 		}
 		seen[key] = true
-		out = append(out, pkg)
+		out = append(out, inf)
+	}
+	return out
+}
+
+// FromImports is [InferImports] with only the package names.
+func FromImports(imports []string, importable func(string) bool, table map[string]string) []string {
+	var out []string
+	for _, inf := range InferImports(imports, importable, table) {
+		out = append(out, inf.Package)
 	}
 	return out
 }

@@ -71,7 +71,13 @@ func TestFromImports(t *testing.T) {
 		{name: "importable skipped", imports: []string{"json", "numpy", "os", "attrs"}, importable: importable, want: []string{"attrs"}},
 		{name: "nil importable", imports: []string{"numpy"}, want: []string{"numpy"}},
 		{name: "dotted known", imports: []string{"ruamel.yaml"}, want: []string{"ruamel-yaml"}},
-		{name: "dotted unknown skipped", imports: []string{"google.protobuf", "a.b"}, want: nil},
+		{name: "dotted unknown skipped", imports: []string{"a.b", "x.y.z"}, want: nil},
+		{name: "well-known names", imports: []string{"bs4", "slugify", "dateutil", "cv2", "attr", "Crypto", "jwt", "git", "fitz"},
+			want: []string{"beautifulsoup4", "python-slugify", "python-dateutil", "opencv-python", "attrs", "pycryptodome", "PyJWT", "GitPython", "PyMuPDF"}},
+		{name: "the lock wins over the well-known table", imports: []string{"yaml", "PIL"}, want: []string{"pyyaml", "pillow"}},
+		{name: "namespace parent of a known dotted name", imports: []string{"google", "google.protobuf"}, want: []string{"protobuf"}},
+		{name: "namespace parent of a lock dotted name", imports: []string{"ruamel", "ruamel.yaml"}, want: []string{"ruamel-yaml"}},
+		{name: "unknown parent and child", imports: []string{"other", "other.sub"}, want: []string{"other"}},
 		{name: "relative and empty skipped", imports: []string{".local", "", " "}, want: nil},
 		{name: "first-seen order, no duplicates", imports: []string{"sklearn", "yaml", "sklearn", "scikit_learn", "yaml"}, want: []string{"scikit-learn", "pyyaml"}},
 		{name: "nothing", imports: nil, want: nil},
@@ -83,6 +89,36 @@ func TestFromImports(t *testing.T) {
 				t.Errorf("got %#v, want %#v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestInferImports(t *testing.T) {
+	table := map[string]string{"yaml": "pyyaml"}
+	got := InferImports([]string{"yaml", "bs4", "cPickle", "google", "google.protobuf"}, nil, table)
+	want := []Inferred{
+		{Import: "yaml", Package: "pyyaml", Builtin: true},
+		{Import: "bs4", Package: "beautifulsoup4"},
+		{Import: "cPickle", Package: "cPickle", Guessed: true},
+		{Import: "google.protobuf", Package: "protobuf"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	if m := want[3].Module(); m != "google" {
+		t.Errorf("Module of google.protobuf = %q", m)
+	}
+}
+
+func TestKnownImportsAreValid(t *testing.T) {
+	for imp, pkg := range knownImports {
+		if _, err := ParseRequirement(pkg); err != nil || imp == "" || strings.HasPrefix(imp, ".") {
+			t.Errorf("%q → %q: %v", imp, pkg, err)
+		}
+		// Undotted names stand for the project of the same name anyway;
+		// dotted ones need the entry.
+		if !strings.Contains(imp, ".") && Normalize(imp) == Normalize(pkg) {
+			t.Errorf("%q → %q: the same project; drop the entry", imp, pkg)
+		}
 	}
 }
 

@@ -45,6 +45,16 @@ type Plan struct {
 	Requirements []string `json:"requirements"`
 	// Files are in dependency order: install them front to back.
 	Files []PlanFile `json:"files"`
+	// Skipped are the requirements inferred from imports that
+	// [Resolver.ResolveInferred] left out because no package provides them.
+	Skipped []Skip `json:"skipped,omitempty"`
+}
+
+// Skip is a requirement inferred from an import that a plan leaves out, and
+// why: the error its lookup gave.
+type Skip struct {
+	Requirement string `json:"requirement"`
+	Reason      string `json:"reason"`
 }
 
 // PlanFile is one file to install.
@@ -189,11 +199,42 @@ func (r *Resolver) Resolve(ctx context.Context, reqs []string) (Plan, error) {
 	if len(reqs) == 0 {
 		return Plan{Requirements: slices.Clone(reqs)}, nil
 	}
-	key := strings.Join(reqs, "\n")
+	return r.shared(ctx, strings.Join(reqs, "\n"), reqs, nil)
+}
+
+// ResolveInferred resolves reqs as [Resolve] does, together with inferred:
+// requirements inferred from the modules code imports. An inferred
+// requirement that names no package the lock or the index can give is
+// left out and listed in Plan.Skipped instead of failing the resolution:
+// Python raises ImportError only if that import really runs, and code
+// often guards one (`try: import cPickle as pickle` / `except ImportError:
+// import pickle`, imports under `if TYPE_CHECKING:`), as Pyodide's own
+// import loader skips names it does not know.
+//
+// Left out are the lookups that fail with KindNotFound (no such project,
+// no files), KindNoCompatibleWheel (the project exists but has no wheel
+// Pyodide can run: `try: import ujson` / `except ImportError: import json`
+// is the same guard) and KindOfflineMiss (offline, the cache is the whole
+// index: a name it never saw is a name it does not have). Everything else
+// stays an error, because it says nothing about whether a package provides
+// the module, or says that one does and cannot be installed: an unreachable
+// index (an outage must not turn into ImportErrors that look like a missing
+// package), a hash mismatch, a conflict between versions, and any failure
+// in the dependencies of a package that was found.
+func (r *Resolver) ResolveInferred(ctx context.Context, reqs, inferred []string) (Plan, error) {
+	if len(inferred) == 0 {
+		return r.Resolve(ctx, reqs)
+	}
+	key := strings.Join(reqs, "\n") + "\n\x00inferred\n" + strings.Join(inferred, "\n")
+	return r.shared(ctx, key, reqs, inferred)
+}
+
+// shared resolves, sharing the work with concurrent calls of the same key.
+func (r *Resolver) shared(ctx context.Context, key string, reqs, inferred []string) (Plan, error) {
 	leader := false
 	ch := r.flight.DoChan(key, func() (any, error) {
 		leader = true
-		return r.resolve(ctx, reqs)
+		return r.resolve(ctx, reqs, inferred)
 	})
 	var res singleflight.Result
 	select {
@@ -201,13 +242,14 @@ func (r *Resolver) Resolve(ctx context.Context, reqs []string) (Plan, error) {
 		return Plan{}, ctx.Err()
 	case res = <-ch:
 	}
+	all := append(slices.Clone(reqs), inferred...)
 	if !leader {
 		if res.Err != nil && ctx.Err() == nil && (errors.Is(res.Err, context.Canceled) || errors.Is(res.Err, context.DeadlineExceeded)) {
 			// The call this one waited for was cancelled; this one was not.
-			return r.resolve(ctx, reqs)
+			return r.resolve(ctx, reqs, inferred)
 		}
 		if r.progress != nil {
-			r.progress("resolved " + strings.Join(reqs, ", ") + " (together with a concurrent call)")
+			r.progress("resolved " + strings.Join(all, ", ") + " (together with a concurrent call)")
 		}
 	}
 	if res.Err != nil {
@@ -216,19 +258,33 @@ func (r *Resolver) Resolve(ctx context.Context, reqs []string) (Plan, error) {
 	plan := res.Val.(Plan)
 	plan.Requirements = slices.Clone(plan.Requirements)
 	plan.Files = slices.Clone(plan.Files)
+	plan.Skipped = slices.Clone(plan.Skipped)
 	for i := range plan.Files {
 		plan.Files[i].Depends = slices.Clone(plan.Files[i].Depends)
 	}
 	return plan, nil
 }
 
-// resolve is Resolve without the sharing.
-func (r *Resolver) resolve(ctx context.Context, reqs []string) (Plan, error) {
+// skippable reports whether a failed lookup of an inferred requirement
+// means that no package provides the module (see ResolveInferred).
+func skippable(err error) bool {
+	switch KindOf(err) {
+	case KindNotFound, KindNoCompatibleWheel, KindOfflineMiss:
+		return true
+	}
+	return false
+}
+
+// resolve is Resolve (and ResolveInferred) without the sharing.
+func (r *Resolver) resolve(ctx context.Context, reqs, inferred []string) (Plan, error) {
 	start := time.Now()
 	s := newResolution(r)
-	s.say("resolving %s", strings.Join(reqs, ", "))
+	all := append(slices.Clone(reqs), inferred...)
+	s.say("resolving %s", strings.Join(all, ", "))
 	var top []work
-	for _, text := range reqs {
+	firm := map[string]bool{}
+	var skipped []Skip
+	for i, text := range all {
 		req, err := ParseRequirement(text)
 		if err != nil {
 			return Plan{}, newError(text, KindInvalid, nil, "%s", strings.TrimPrefix(err.Error(), fmt.Sprintf("invalid requirement %q: ", text)))
@@ -243,7 +299,33 @@ func (r *Resolver) resolve(ctx context.Context, reqs []string) (Plan, error) {
 			}
 			continue
 		}
+		name := Normalize(req.Name)
+		if i < len(reqs) {
+			firm[name] = true
+		} else if _, builtin := r.lockPackage(name); !builtin && !firm[name] {
+			// An inferred requirement: looked up now, and left out when no
+			// package provides it.
+			w := work{req: req}
+			if _, ok := s.by[name]; !ok {
+				s.by[name] = w
+			}
+			if _, err := s.Versions(ctx, name); err != nil {
+				if ctx.Err() != nil {
+					return Plan{}, ctx.Err()
+				}
+				if !skippable(err) {
+					return Plan{}, err
+				}
+				delete(s.by, name)
+				delete(s.versions, name)
+				skipped = append(skipped, Skip{Requirement: text, Reason: err.Error()})
+				continue
+			}
+		}
 		top = append(top, work{req: req})
+	}
+	if len(top) == 0 {
+		return Plan{Requirements: all, Skipped: skipped}, nil
 	}
 	root, err := s.requirements(top)
 	if err != nil {
@@ -254,7 +336,7 @@ func (r *Resolver) resolve(ctx context.Context, reqs []string) (Plan, error) {
 		var ns *pubgrub.NoSolution
 		switch {
 		case err == nil:
-			plan := Plan{Requirements: slices.Clone(reqs), Files: s.plan(sol, top)}
+			plan := Plan{Requirements: all, Files: s.plan(sol, top), Skipped: skipped}
 			s.say("resolved %d package(s) in %s", len(plan.Files), time.Since(start).Round(time.Millisecond))
 			return plan, nil
 		case ctx.Err() != nil:

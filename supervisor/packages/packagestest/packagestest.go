@@ -55,9 +55,25 @@ type Wheel struct {
 	Requires []string
 	// Source is appended to the package's __init__.py.
 	Source string
+	// Package names the top-level package instead of the project's name,
+	// for projects whose import name differs (or look-alikes that do not
+	// provide the module their name suggests).
+	Package string
+	// TopLevel, if set, writes a .dist-info/top_level.txt listing it.
+	TopLevel []string
 }
 
-// Module is the name of the wheel's top-level package.
+// pkg is the name of the wheel's top-level package.
+func (w Wheel) pkg() string {
+	if w.Package != "" {
+		return w.Package
+	}
+	return w.Module()
+}
+
+// Module is the project's name as wheel file names spell it (dashes as
+// underscores), and the name of the top-level package unless Package says
+// otherwise.
 func (w Wheel) Module() string { return strings.ReplaceAll(Normalize(w.Name), "-", "_") }
 
 // Filename is the wheel's file name.
@@ -97,9 +113,12 @@ func (w Wheel) Build() (data, metadata []byte) {
 	}
 	md.WriteString("License: MIT\n  continued license line\n\nA long description.\nWith: a colon line.\n")
 	files := []struct{ name, body string }{
-		{w.Module() + "/__init__.py", fmt.Sprintf("__version__ = %q\n%s", w.Version, w.Source)},
+		{w.pkg() + "/__init__.py", fmt.Sprintf("__version__ = %q\n%s", w.Version, w.Source)},
 		{distInfo + "/METADATA", md.String()},
 		{distInfo + "/WHEEL", fmt.Sprintf("Wheel-Version: 1.0\nGenerator: packagestest\nRoot-Is-Purelib: true\nTag: %s\n", w.tag())},
+	}
+	if w.TopLevel != nil {
+		files = append(files, struct{ name, body string }{distInfo + "/top_level.txt", strings.Join(w.TopLevel, "\n") + "\n"})
 	}
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
