@@ -34,16 +34,10 @@ type Session struct {
 
 // NewSession starts a session's worker and returns once it is ready.
 func (s *Supervisor) NewSession(ctx context.Context) (*Session, error) {
-	rt, err := s.ensure(ctx, func(step string) { s.log.Info(step) })
-	if err != nil {
+	if _, err := s.ensure(ctx, func(step string) { s.log.Info(step) }); err != nil {
 		return nil, err
 	}
-	if what := rt.missing(); what != "" {
-		if rt, err = s.repair(ctx, rt, what); err != nil {
-			return nil, err
-		}
-	}
-	w, err := s.spawn(ctx, rt, roleSession, "")
+	w, err := s.startWorker(ctx, roleSession)
 	if err != nil {
 		return nil, fmt.Errorf("start the session's worker: %w", err)
 	}

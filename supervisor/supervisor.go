@@ -191,7 +191,7 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 	s.launch = platformLauncher(cfg.MemoryLimit)
 	s.pool = &pool{
 		cfg:      poolConfig{Workers: cfg.Workers, Warm: cfg.Warm, Queue: cfg.Queue, QueueTimeout: cfg.QueueTimeout},
-		start:    s.startWorker,
+		start:    func(ctx context.Context) (*worker, error) { return s.startWorker(ctx, roleCall) },
 		ctx:      ctx,
 		wg:       &s.wg,
 		log:      log,
@@ -202,9 +202,10 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 	return s
 }
 
-// startWorker boots a worker for the pool, first rebuilding the runtime if
-// any of its files has gone missing under the server.
-func (s *Supervisor) startWorker(ctx context.Context) (*worker, error) {
+// startWorker boots a worker for r (the pool's or a session's), first
+// rebuilding the runtime if any of its files has gone missing under the
+// server.
+func (s *Supervisor) startWorker(ctx context.Context, r role) (*worker, error) {
 	rt := s.rt.Load()
 	if what := rt.missing(); what != "" {
 		var err error
@@ -212,7 +213,7 @@ func (s *Supervisor) startWorker(ctx context.Context) (*worker, error) {
 			return nil, err
 		}
 	}
-	w, err := s.spawn(ctx, rt, roleCall, "")
+	w, err := s.spawn(ctx, rt, r, "")
 	if err != nil {
 		return nil, err
 	}

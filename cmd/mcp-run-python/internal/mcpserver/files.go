@@ -53,7 +53,7 @@ func (f fileResults) keep(owner string, scope filestore.Scope, res supervisor.Re
 			notes = append(notes, fmt.Sprintf("%s was not kept: %v", file.Path, err))
 			continue
 		}
-		kept = append(kept, render.File{Path: e.Path, Size: e.Size, MIMEType: e.MIMEType, URI: e.URI})
+		kept = append(kept, listed(e))
 		link := mcp.NewResourceLink(e.URI, e.Path, "a file the code wrote; resources/read returns it", e.MIMEType)
 		link.Size = &e.Size
 		content = append(content, link)
@@ -85,6 +85,11 @@ func figureIs(mimeType string, data []byte) bool {
 		return utf8.Valid(data)
 	}
 	return filestore.IsImage(mimeType) && http.DetectContentType(data) == mimeType
+}
+
+// listed is a stored file as results and list_session_files list it.
+func listed(e filestore.Entry) render.File {
+	return render.File{Path: e.Path, Size: e.Size, MIMEType: e.MIMEType, URI: e.URI}
 }
 
 // image adds data as image content, or a note when it is past the limit.

@@ -206,11 +206,22 @@ func runArguments(arguments any, sessions bool) (runArgs, error) {
 		}
 	}
 	if value, ok := args[sessionArgument]; ok && value != nil && sessions {
-		if r.session, ok = value.(string); !ok || r.session == "" {
-			return runArgs{}, fmt.Errorf("invalid argument %q: expected the id create_session gave, got %s", sessionArgument, describe(value))
+		var err error
+		if r.session, err = sessionID(value); err != nil {
+			return runArgs{}, err
 		}
 	}
 	return r, nil
+}
+
+// sessionID checks a session_id argument: the non-empty string
+// create_session gave.
+func sessionID(value any) (string, error) {
+	id, ok := value.(string)
+	if !ok || id == "" {
+		return "", fmt.Errorf("invalid argument %q: expected the id create_session gave, got %s", sessionArgument, describe(value))
+	}
+	return id, nil
 }
 
 // runErrorText is the tool error for a call that Run could not run: a full

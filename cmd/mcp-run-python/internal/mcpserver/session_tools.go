@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/filestore"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/render"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/sessions"
 )
 
@@ -62,23 +63,15 @@ func (h sessionHandler) create(ctx context.Context, _ mcp.CallToolRequest) (*mcp
 	return structured(map[string]any{"session_id": id, "idle_timeout_s": int64(h.registry.Idle().Seconds())})
 }
 
-// sessionFile is one entry of list_session_files.
-type sessionFile struct {
-	Path     string `json:"path"`
-	Size     int64  `json:"size"`
-	MIMEType string `json:"mime_type"`
-	URI      string `json:"uri"`
-}
-
 func (h sessionHandler) list(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	id, owner, err := h.session(ctx, req)
 	if err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
 	}
-	files := []sessionFile{}
+	files := []render.File{}
 	if h.files != nil {
 		for _, e := range h.files.List(owner, filestore.SessionScope(id)) {
-			files = append(files, sessionFile{Path: e.Path, Size: e.Size, MIMEType: e.MIMEType, URI: e.URI})
+			files = append(files, listed(e))
 		}
 	}
 	return structured(map[string]any{"files": files})
@@ -99,10 +92,8 @@ func (h sessionHandler) close(ctx context.Context, req mcp.CallToolRequest) (*mc
 // use it.
 func (h sessionHandler) session(ctx context.Context, req mcp.CallToolRequest) (id, owner string, err error) {
 	args, _ := req.Params.Arguments.(map[string]any)
-	value := args[sessionArgument]
-	id, ok := value.(string)
-	if !ok || id == "" {
-		return "", "", fmt.Errorf("invalid argument %q: expected the id create_session gave, got %s", sessionArgument, describe(value))
+	if id, err = sessionID(args[sessionArgument]); err != nil {
+		return "", "", err
 	}
 	owner = h.owners.of(ctx)
 	return id, owner, h.registry.Check(owner, id)

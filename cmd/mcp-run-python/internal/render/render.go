@@ -21,12 +21,13 @@ const (
 	ReturnJSON ReturnMode = "json"
 )
 
-// File is a file a call returned, as the server keeps it.
+// File is a file a call returned, as the server keeps it; list_session_files
+// sends it as JSON with these keys, JSON mode writes the same by hand.
 type File struct {
-	Path     string
-	Size     int64
-	MIMEType string
-	URI      string
+	Path     string `json:"path"`
+	Size     int64  `json:"size"`
+	MIMEType string `json:"mime_type"`
+	URI      string `json:"uri"`
 }
 
 // Text renders res in the given mode, as the tool's answer carries it; JSON
