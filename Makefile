@@ -45,6 +45,7 @@ test-go:
 
 bench: build $(DENO)
 	go test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./cmd/mcp-run-python/
+	go test -run '^$$' -bench . -count 1 ./supervisor/packages/...
 
 soak: $(DENO)
 	go test -count=1 -run '^TestSoak$$' -timeout 20m -v ./supervisor/ -args -soak.calls=2000

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -29,6 +30,9 @@ const planTTL = 10 * time.Minute
 // neither network nor file access for its dependencies.
 type installer struct {
 	resolver *packages.Resolver
+	// mirror resolves while Pyodide's package host cannot be reached.
+	mirror   *packages.Resolver
+	hostDown atomic.Bool // logged once that the host could not be reached
 	cache    *packages.Cache
 	imports  map[string]string // import name → package name, from Pyodide's lock file
 	deps     []string          // --deps, for every call
@@ -78,6 +82,7 @@ func newInstaller(cfg Config, pyodideDir string, log *zap.Logger) (*installer, e
 	}
 	return &installer{
 		resolver: resolver,
+		mirror:   resolver.WithoutPyodideHost(),
 		cache:    cache,
 		imports:  lock.ImportTable(),
 		deps:     cfg.Deps,
@@ -95,12 +100,7 @@ func (in *installer) files(ctx context.Context, reqs []string, installed map[str
 	if len(all) == 0 {
 		return nil, nil
 	}
-	progress := in.progress(out)
-	plan, err := in.plan(ctx, all, nil, progress)
-	if err != nil {
-		return nil, err
-	}
-	local, err := in.fetch(ctx, plan, installed, progress)
+	_, local, err := in.obtain(ctx, all, nil, installed, in.progress(out))
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +116,44 @@ func (in *installer) progress(out func(Line)) func(string) {
 			out(Line{Stream: Progress, Text: msg})
 		}
 	}
+}
+
+// obtain resolves reqs and inferred (see [installer.plan]) and fetches the
+// files not installed yet into the cache.
+//
+// When Pyodide's package host cannot be reached, it tries once more with
+// the index standing in for the host's pure-Python packages (see
+// [packages.Resolver.WithoutPyodideHost]); a plan made that way is reused
+// like any other. If that fails too, the error is the host's: it names the
+// host and the flag that points elsewhere.
+func (in *installer) obtain(ctx context.Context, reqs, inferred []string, installed map[string]bool, progress func(string)) (packages.Plan, []packages.LocalFile, error) {
+	key := planKey(reqs, inferred)
+	plan, err := in.plan(ctx, in.resolver, key, reqs, inferred, progress)
+	var local []packages.LocalFile
+	if err == nil {
+		local, err = in.fetch(ctx, plan, installed, progress)
+	}
+	if err == nil || !packages.PyodideHostUnreachable(err) || ctx.Err() != nil {
+		return plan, local, err
+	}
+	if !in.hostDown.Swap(true) {
+		in.log.Warn("Pyodide's package host cannot be reached: pure-Python built-in packages come from the index when it has them", zap.Error(err))
+	}
+	progress("Pyodide's package host cannot be reached; trying the index's builds of its pure-Python packages")
+	in.plans.Remove(key)
+	mplan, merr := in.plan(ctx, in.mirror, key, reqs, inferred, progress)
+	if merr == nil {
+		local, merr = in.fetch(ctx, mplan, installed, progress)
+	}
+	if merr != nil {
+		if ctx.Err() != nil {
+			return packages.Plan{}, nil, ctx.Err()
+		}
+		in.plans.Remove(key)
+		progress("the index cannot stand in for Pyodide's package host: " + merr.Error())
+		return packages.Plan{}, nil, err
+	}
+	return mplan, local, nil
 }
 
 // fetch gets the files of plan not installed yet into the cache.
@@ -143,19 +181,24 @@ func (in *installer) wheels(local []packages.LocalFile, installed map[string]boo
 	return wheels, nil
 }
 
-// plan resolves reqs and the requirements inferred from imports (see
-// [packages.Resolver.ResolveInferred]), reusing a plan made for the same
-// requirements within planTTL.
-func (in *installer) plan(ctx context.Context, reqs, inferred []string, progress func(string)) (packages.Plan, error) {
+// planKey is the key of the plans made for these requirements.
+func planKey(reqs, inferred []string) string {
 	key := strings.Join(reqs, "\n")
 	if len(inferred) > 0 {
 		key += "\n\x00inferred\n" + strings.Join(inferred, "\n")
 	}
-	if r, ok := in.plans.Get(key); ok {
-		progress("resolved " + strings.Join(append(slices.Clone(reqs), inferred...), ", ") + " (as resolved " + time.Since(r.at).Round(time.Second).String() + " ago)")
-		return r.plan, nil
+	return key
+}
+
+// plan resolves reqs and the requirements inferred from imports with r (see
+// [packages.Resolver.ResolveInferred]), reusing a plan made for the same
+// requirements, under key, within planTTL.
+func (in *installer) plan(ctx context.Context, r *packages.Resolver, key string, reqs, inferred []string, progress func(string)) (packages.Plan, error) {
+	if got, ok := in.plans.Get(key); ok {
+		progress("resolved " + strings.Join(append(slices.Clone(reqs), inferred...), ", ") + " (as resolved " + time.Since(got.at).Round(time.Second).String() + " ago)")
+		return got.plan, nil
 	}
-	plan, err := in.resolver.WithProgress(progress).ResolveInferred(ctx, reqs, inferred)
+	plan, err := r.WithProgress(progress).ResolveInferred(ctx, reqs, inferred)
 	if err != nil {
 		return packages.Plan{}, err
 	}
@@ -269,7 +312,7 @@ func (in *installer) inferredFiles(ctx context.Context, fresh []packages.Inferre
 		for i, inf := range cand {
 			names[i] = inf.Package
 		}
-		plan, err := in.plan(ctx, firm, names, progress)
+		plan, local, err := in.obtain(ctx, firm, names, installed, progress)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -279,10 +322,6 @@ func (in *installer) inferredFiles(ctx context.Context, fresh []packages.Inferre
 					skipped[inf.Import] = sk.Reason
 				}
 			}
-		}
-		local, err := in.fetch(ctx, plan, installed, progress)
-		if err != nil {
-			return nil, nil, nil, err
 		}
 		var keep []packages.Inferred
 		lookalike := false

@@ -233,7 +233,7 @@ func TestPackagesOfflineAndIndexDown(t *testing.T) {
 
 	down := startTarget(t, s, modeStdio, "--index-url", index).connect(t)
 	down.expectRun(t, script(`"greet==1.0"`, "1"), installError(`"greet==1.0"`,
-		`cannot install "greet==1.0": cannot look up greet: cannot reach `+index+`greet/: dial tcp `+strings.TrimPrefix(srv.URL, "http://")+`: connect: connection refused`))
+		`cannot install "greet==1.0": cannot look up greet: cannot reach `+index+`greet/: dial tcp `+strings.TrimPrefix(srv.URL, "http://")+`: connect: connection refused (--index-url installs from another index or a local directory instead)`))
 	down.expectWorks(t)
 
 	offline := startTarget(t, s, modeStdio, "--index-url", index, "--offline").connect(t)
@@ -242,4 +242,81 @@ func TestPackagesOfflineAndIndexDown(t *testing.T) {
 	offline.expectRun(t, script(`"greet==2.0"`, "1"), installError(`"greet==2.0"`,
 		`cannot install "greet==2.0": offline mode, and greet-2.0-py3-none-any.whl is not in the package cache `+filepath.Join(s.cacheDir, "packages")))
 	offline.expectWorks(t)
+}
+
+// resolverRepo is the index of the resolver's end-to-end tests.
+func resolverRepo() *pt.Repo {
+	r := &pt.Repo{}
+	// Two levels: app 2.0 needs mid>=2, whose only version needs base>=2.
+	r.Add(pt.Wheel{Name: "app", Version: "1.0", Requires: []string{"mid<2"}})
+	r.Add(pt.Wheel{Name: "app", Version: "2.0", Requires: []string{"mid>=2"}})
+	r.Add(pt.Wheel{Name: "mid", Version: "1.0", Requires: []string{"base<2"}})
+	r.Add(pt.Wheel{Name: "mid", Version: "2.0", Requires: []string{"base>=2"}})
+	r.Add(pt.Wheel{Name: "base", Version: "1.0"})
+	r.Add(pt.Wheel{Name: "base", Version: "2.0"})
+	// Pyodide ships six 1.17.0 (pure Python) and numpy (native).
+	r.Add(pt.Wheel{Name: "six", Version: "1.16.0", Tag: "py2.py3-none-any", Source: "FROM = 'index'\n"})
+	r.Add(pt.Wheel{Name: "six", Version: "1.17.0", Tag: "py2.py3-none-any", Source: "FROM = 'index'\n"})
+	r.Add(pt.Wheel{Name: "numpy", Version: "1.0", Source: "FROM = 'index'\n"})
+	// A look-alike: the project fancytext provides module othermod.
+	r.Add(pt.Wheel{Name: "fancytext", Version: "1.0", Package: "othermod"})
+	// slugify is python-slugify's module; the project "slugify" is another.
+	r.Add(pt.Wheel{Name: "python-slugify", Version: "8.0", Package: "slugify", Source: "WHO = 'python-slugify'\n"})
+	r.Add(pt.Wheel{Name: "slugify", Version: "0.0.1", Source: "WHO = 'look-alike'\n"})
+	return r
+}
+
+// TestPackagesResolver: what the resolver decides, seen from a client.
+func TestPackagesResolver(t *testing.T) {
+	s := setup(t)
+	srv, _ := resolverRepo().Serve(t, pt.Variant{JSON: true, Metadata: true}, 0)
+	index := srv.URL + "/simple/"
+	host, _ := pyodideHost(t)
+	c := startTarget(t, s, modeStdio, "--index-url", index, "--pyodide-index-url", host).connect(t)
+	success := func(deps, value string) string {
+		if deps != "" {
+			deps = "<dependencies>[" + deps + "]</dependencies>\n"
+		}
+		return "<status>success</status>\n" + deps + "<return_value>\n" + value + "\n</return_value>"
+	}
+	cases := []struct{ name, code, want string }{
+		{"backtracking_two_levels", script(`"app", "base<2"`, "import app, mid, base\napp.__version__, mid.__version__, base.__version__"),
+			success(`"app","base<2"`, "[\n  \"1.0\",\n  \"1.0\",\n  \"1.0\"\n]")},
+		{"pinned_pure_builtin", script(`"six==1.16.0"`, "import six\nsix.__version__, six.FROM"),
+			success(`"six==1.16.0"`, "[\n  \"1.16.0\",\n  \"index\"\n]")},
+		{"native_builtin_not_replaced", script(`"numpy<2"`, "1"), installError(`"numpy<2"`,
+			`cannot install "numpy<2": Pyodide ships numpy 2.4.6; only its build can be installed, and it does not satisfy "numpy<2"`)},
+		{"requires_python", "# /// script\n# requires-python = \"<3.10\"\n# dependencies = [\"base\"]\n# ///\n1",
+			installError(`"base"`, `cannot install "python<3.10": requires Python <3.10, but Pyodide runs Python 3.14.2`)},
+		{"dead_imports", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import no_such_module\nif False:\n    import cPickle\n1", success("", "1")},
+		{"look_alike", "import fancytext", "<status>run-error</status>\n<error>\nTraceback (most recent call last):\n  File \"main.py\", line 1, in <module>\n    import fancytext\nModuleNotFoundError: No module named 'fancytext'\n\n</error>"},
+		{"import_name_table", "import slugify\nslugify.WHO", success(`"python-slugify"`, "python-slugify")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c.expectRun(t, tc.code, tc.want)
+		})
+	}
+	t.Run("unsatisfiable_explained", func(t *testing.T) {
+		t.Parallel()
+		golden(t, "unsatisfiable.txt", c.run(t, script(`"app==2.0", "base<2"`, "1")))
+	})
+}
+
+// TestPackagesMirror: with Pyodide's package host unreachable, the index's
+// build of a pure-Python built-in stands in; what the index lacks is an
+// error that names the host's flag.
+func TestPackagesMirror(t *testing.T) {
+	s := setup(t)
+	srv, _ := resolverRepo().Serve(t, pt.Variant{JSON: true, Metadata: true}, 0)
+	down := httptest.NewServer(http.NotFoundHandler())
+	host := down.URL + "/"
+	down.Close()
+	c := startTarget(t, s, modeStdio, "--index-url", srv.URL+"/simple/", "--pyodide-index-url", host).connect(t)
+	c.expectRun(t, "import six\nsix.__version__, six.FROM",
+		"<status>success</status>\n<dependencies>[\"six\"]</dependencies>\n<return_value>\n[\n  \"1.17.0\",\n  \"index\"\n]\n</return_value>")
+	c.expectRun(t, "import idna", installError(`"idna"`,
+		`cannot install "idna==3.11": cannot download idna-3.11-py3-none-any.whl: cannot reach `+host+`idna-3.11-py3-none-any.whl: dial tcp `+strings.TrimPrefix(down.URL, "http://")+`: connect: connection refused (--pyodide-index-url fetches Pyodide's packages from a mirror or a local directory instead)`))
+	c.expectWorks(t)
 }

@@ -122,6 +122,11 @@ func (c *Cache) Path(sha256hex, filename string) string {
 	return filepath.Join(c.dir, "wheels", "sha256", sha256hex, filename)
 }
 
+// Has reports whether f is in the cache with the right content.
+func (c *Cache) Has(f PlanFile) bool {
+	return sha256RE.MatchString(f.SHA256) && plainFilename(f.Filename) && c.present(c.Path(f.SHA256, f.Filename), f.SHA256)
+}
+
 // Fetch makes sure every file of the plan is in the cache, downloading
 // (or copying from a local mirror) what is missing, and returns them in
 // plan order. It stops at the first failure, which is an [*Error].
@@ -234,7 +239,7 @@ func fetchError(req string, f PlanFile, err error) error {
 			"%s has sha256 %s, but the %s says %s; the file was discarded",
 			f.Filename, he.got, f.Origin.describe(), he.want)
 	case errors.As(err, &ue):
-		return newError(req, KindUnreachable, err, "cannot download %s", f.Filename)
+		return unreachable(req, f.Origin, err, "cannot download %s", f.Filename)
 	case errors.Is(err, errNotFound):
 		return newError(req, KindNotFound, nil, "%s is missing at %s", f.Filename, f.Source)
 	case errors.As(err, new(*sizeError)):

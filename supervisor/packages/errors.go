@@ -73,15 +73,36 @@ type Error struct {
 	Reason string
 	// Err is the underlying cause, or nil.
 	Err error
+	// Source is where the page or file that failed comes from, when the
+	// failure is about one: an unreachable Pyodide host (OriginLock) has
+	// another remedy than an unreachable index (OriginIndex).
+	Source Origin
 }
 
-// Error formats the message described on [Error].
+// Error formats the message described on [Error]. An unreachable source
+// ends with the flag that points elsewhere.
 func (e *Error) Error() string {
 	msg := fmt.Sprintf("cannot install %q: %s", e.Requirement, e.Reason)
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
 	}
+	if e.Kind == KindUnreachable {
+		switch e.Source {
+		case OriginLock:
+			msg += " (--pyodide-index-url fetches Pyodide's packages from a mirror or a local directory instead)"
+		case OriginIndex:
+			msg += " (--index-url installs from another index or a local directory instead)"
+		}
+	}
 	return msg
+}
+
+// PyodideHostUnreachable reports whether err is an [*Error] saying that a
+// file of Pyodide's package host could not be fetched because the host did
+// not answer usefully.
+func PyodideHostUnreachable(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Kind == KindUnreachable && e.Source == OriginLock
 }
 
 // Unwrap returns the underlying cause, if any.
@@ -123,4 +144,11 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 // newError builds an *Error; reason is formatted with args.
 func newError(req string, kind Kind, cause error, format string, args ...any) *Error {
 	return &Error{Requirement: req, Kind: kind, Reason: fmt.Sprintf(format, args...), Err: cause}
+}
+
+// unreachable builds the KindUnreachable *Error of a page or file from src.
+func unreachable(req string, src Origin, cause error, format string, args ...any) *Error {
+	e := newError(req, KindUnreachable, cause, format, args...)
+	e.Source = src
+	return e
 }

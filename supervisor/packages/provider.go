@@ -133,6 +133,22 @@ func (r *Resolver) lockPackage(name string) (*LockPackage, bool) {
 	return r.lock.Package(name)
 }
 
+// lockBuild returns name's lock package when version v of it means
+// Pyodide's build: v is the lock version and that build is not mirrored.
+func (r *Resolver) lockBuild(name, v string) (*LockPackage, bool) {
+	lp, ok := r.lockPackage(name)
+	if !ok || lp.Version != v || r.mirrored(name, lp) {
+		return nil, false
+	}
+	return lp, true
+}
+
+// mirrored reports whether a built-in is taken from the index because
+// Pyodide's package host is down (see [Resolver.WithoutPyodideHost]).
+func (r *Resolver) mirrored(name string, lp *LockPackage) bool {
+	return r.noHost && !r.builtinIsNative(lp) && (r.cache == nil || !r.cache.Has(r.lockFile(name, lp)))
+}
+
 // Versions implements [pubgrub.Provider].
 func (s *resolution) Versions(ctx context.Context, pkg string) ([]string, error) {
 	if vs, ok := s.versions[pkg]; ok {
@@ -148,7 +164,7 @@ func (s *resolution) Versions(ctx context.Context, pkg string) ([]string, error)
 		}
 	case pkg == pythonPackage:
 		vs = []string{s.r.env["python_full_version"]}
-	case builtin:
+	case builtin && !s.r.mirrored(name, lp):
 		vs = []string{lp.Version}
 		if s.expanded[name] {
 			vs = s.withIndexVersions(ctx, name, lp.Version)
@@ -165,6 +181,13 @@ func (s *resolution) Versions(ctx context.Context, pkg string) ([]string, error)
 		}
 		if len(vs) == 0 {
 			return nil, s.noUsableFile(name, cands, s.by[name])
+		}
+		if builtin {
+			// A mirrored built-in: the index's build of the version Pyodide
+			// ships, when it has one, is the closest stand-in.
+			if i := slices.Index(vs, lp.Version); i > 0 {
+				vs = slices.Insert(slices.Delete(vs, i, i+1), 0, lp.Version)
+			}
 		}
 	}
 	s.versions[pkg] = vs
@@ -327,8 +350,7 @@ func (s *resolution) Dependencies(ctx context.Context, pkg, v string) ([]pubgrub
 	}
 	by := name + " " + v
 	key := pkg + " " + v
-	lp, builtin := s.r.lockPackage(name)
-	builtin = builtin && lp.Version == v
+	lp, builtin := s.r.lockBuild(name, v)
 	var ws []work
 	var deps []pubgrub.Dependency
 	switch {
@@ -411,7 +433,7 @@ func (s *resolution) metadata(ctx context.Context, name, v string) (*Metadata, e
 	}
 	var md *Metadata
 	var err error
-	if lp, ok := s.r.lockPackage(name); ok && lp.Version == v {
+	if lp, ok := s.r.lockBuild(name, v); ok {
 		f := s.lockFile(name, lp)
 		if _, ok := parseWheelName(f.Filename); !ok {
 			md = &Metadata{Name: name, Version: v}

@@ -134,6 +134,9 @@ type Resolver struct {
 	tags      tagSet
 	platforms []string
 	flight    *singleflight.Group // shared by WithProgress's copies
+	// noHost: Pyodide's package host cannot be reached, so pure-Python
+	// built-ins not in the cache come from the index (see WithoutPyodideHost).
+	noHost bool
 }
 
 // NewResolver checks cfg and returns a Resolver.
@@ -183,6 +186,19 @@ func (r *Resolver) WithProgress(fn func(msg string)) *Resolver {
 	if cp.cache != nil {
 		cp.cache = cp.cache.WithProgress(fn)
 	}
+	return &cp
+}
+
+// WithoutPyodideHost returns a Resolver like r for when Pyodide's package
+// host cannot be reached: a pure-Python built-in whose lock file is not in
+// the cache is resolved as an index package, so that a mirror of PyPI that
+// has it (at a version every requirement allows) stands in for the host.
+// Built-ins with native code still come from the host only. Its
+// resolutions are shared with each other, not with r's.
+func (r *Resolver) WithoutPyodideHost() *Resolver {
+	cp := *r
+	cp.noHost = true
+	cp.flight = &singleflight.Group{}
 	return &cp
 }
 
@@ -428,8 +444,10 @@ func (s *resolution) noSolution(ns *pubgrub.NoSolution, top []work, reqs []strin
 }
 
 // lockFile is the plan file of a built-in package.
-func (s *resolution) lockFile(name string, lp *LockPackage) PlanFile {
-	src := s.r.pyodide.ResolveReference(&url.URL{Path: url.PathEscape(lp.FileName)})
+func (s *resolution) lockFile(name string, lp *LockPackage) PlanFile { return s.r.lockFile(name, lp) }
+
+func (r *Resolver) lockFile(name string, lp *LockPackage) PlanFile {
+	src := r.pyodide.ResolveReference(&url.URL{Path: url.PathEscape(lp.FileName)})
 	return PlanFile{
 		Name: name, Version: lp.Version, Filename: lp.FileName, Source: sourceString(src),
 		SHA256: lp.SHA256, Origin: OriginLock, PackageType: lp.PackageType, InstallDir: lp.InstallDir,
@@ -499,7 +517,7 @@ func (s *resolution) plan(sol map[string]string, top []work) []PlanFile {
 // file is the plan file of name v: the lock's for a built-in at its lock
 // version, else the index file whose metadata was read.
 func (s *resolution) file(name, v string) PlanFile {
-	if lp, ok := s.r.lockPackage(name); ok && lp.Version == v {
+	if lp, ok := s.r.lockBuild(name, v); ok {
 		s.say("%s %s: built into Pyodide", name, v)
 		return s.lockFile(name, lp)
 	}
@@ -541,9 +559,9 @@ func (s *resolution) project(ctx context.Context, name string, w work) (*Project
 		case errors.Is(err, ErrProjectNotFound):
 			return nil, newError(w.req.Text, KindNotFound, nil, "no package named %s on the index %s%s", name, ix, byText(w))
 		case errors.As(err, &ue):
-			return nil, newError(w.req.Text, KindUnreachable, err, "cannot look up %s%s", name, byText(w))
+			return nil, unreachable(w.req.Text, OriginIndex, err, "cannot look up %s%s", name, byText(w))
 		}
-		return nil, newError(w.req.Text, KindUnreachable, err, "cannot read the index page of %s%s", name, byText(w))
+		return nil, unreachable(w.req.Text, OriginIndex, err, "cannot read the index page of %s%s", name, byText(w))
 	}
 	s.projects[name] = p
 	return p, nil
@@ -719,7 +737,7 @@ func (s *resolution) metadataError(ctx context.Context, w work, name, version, f
 		return newError(w.req.Text, KindHashMismatch, nil, "%s has sha256 %s, but the %s says %s; the file was discarded",
 			he.file, he.got, origin.describe(), he.want)
 	case errors.As(err, &ue):
-		return newError(w.req.Text, KindUnreachable, err, "cannot read the metadata of %s %s%s", name, version, byText(w))
+		return unreachable(w.req.Text, origin, err, "cannot read the metadata of %s %s%s", name, version, byText(w))
 	case errors.Is(err, errNotFound):
 		return newError(w.req.Text, KindNotFound, err, "%s is listed but missing%s", filename, byText(w))
 	}
