@@ -100,7 +100,7 @@ func (in *installer) files(ctx context.Context, reqs []string, installed map[str
 	if len(all) == 0 {
 		return nil, nil
 	}
-	_, local, err := in.obtain(ctx, all, nil, installed, in.progress(out))
+	_, local, err := in.obtain(ctx, all, nil, installed, out)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +126,22 @@ func (in *installer) progress(out func(Line)) func(string) {
 // [packages.Resolver.WithoutPyodideHost]); a plan made that way is reused
 // like any other. If that fails too, the error is the host's: it names the
 // host and the flag that points elsewhere.
-func (in *installer) obtain(ctx context.Context, reqs, inferred []string, installed map[string]bool, progress func(string)) (packages.Plan, []packages.LocalFile, error) {
+//
+// The plan's warnings go to out as Stderr lines: they are part of the
+// call's output, as pip's are.
+func (in *installer) obtain(ctx context.Context, reqs, inferred []string, installed map[string]bool, out func(Line)) (packages.Plan, []packages.LocalFile, error) {
+	plan, local, err := in.resolveAndFetch(ctx, reqs, inferred, installed, in.progress(out))
+	for _, w := range plan.Warnings {
+		in.log.Debug(w)
+		if out != nil && err == nil {
+			out(Line{Stream: Stderr, Text: w})
+		}
+	}
+	return plan, local, err
+}
+
+// resolveAndFetch is obtain without the warnings.
+func (in *installer) resolveAndFetch(ctx context.Context, reqs, inferred []string, installed map[string]bool, progress func(string)) (packages.Plan, []packages.LocalFile, error) {
 	key := planKey(reqs, inferred)
 	plan, err := in.plan(ctx, in.resolver, key, reqs, inferred, progress)
 	var local []packages.LocalFile
@@ -255,7 +270,7 @@ func (in *installer) fromImports(ctx context.Context, w *worker, code string, in
 		if len(fresh) == 0 {
 			break
 		}
-		wheels, used, skipped, err := in.inferredFiles(ctx, fresh, reqs, installed, progress)
+		wheels, used, skipped, err := in.inferredFiles(ctx, fresh, reqs, installed, out)
 		if err != nil {
 			// The failed call lists what it tried to install, as before
 			// there were rounds.
@@ -303,7 +318,8 @@ func (in *installer) fromImports(ctx context.Context, w *worker, code string, in
 // checked to provide the imported top-level module: a look-alike project
 // that took the name on the index, or a project some table maps wrongly, is
 // dropped and the rest resolved again.
-func (in *installer) inferredFiles(ctx context.Context, fresh []packages.Inferred, earlier []string, installed map[string]bool, progress func(string)) ([]bridge.Wheel, []string, map[string]string, error) {
+func (in *installer) inferredFiles(ctx context.Context, fresh []packages.Inferred, earlier []string, installed map[string]bool, out func(Line)) ([]bridge.Wheel, []string, map[string]string, error) {
+	progress := in.progress(out)
 	firm := append(slices.Clone(in.deps), earlier...)
 	skipped := map[string]string{}
 	cand := slices.Clone(fresh)
@@ -312,7 +328,7 @@ func (in *installer) inferredFiles(ctx context.Context, fresh []packages.Inferre
 		for i, inf := range cand {
 			names[i] = inf.Package
 		}
-		plan, local, err := in.obtain(ctx, firm, names, installed, progress)
+		plan, local, err := in.obtain(ctx, firm, names, installed, out)
 		if err != nil {
 			return nil, nil, nil, err
 		}

@@ -368,6 +368,18 @@ func (s *Supervisor) serve(ctx context.Context, req Request, ss *Session) (res R
 		s.metrics.duration.Observe(time.Since(start).Seconds())
 	}()
 	code, onLine := req.Code, req.OnLine
+	// The installs' warnings (extras a package does not declare) open the
+	// call's output. Only the installer's own goroutine sends them; the
+	// downloads' goroutines send progress only.
+	var warnings []string
+	installOut := func(l Line) {
+		if l.Stream == Stderr {
+			warnings = append(warnings, l.Text)
+		}
+		if onLine != nil {
+			onLine(l)
+		}
+	}
 	if s.cfg.CodeLimit > 0 && len(code) > s.cfg.CodeLimit {
 		return Result{}, fmt.Errorf("%w: %d bytes, over the limit of %d bytes (%s); send shorter code",
 			ErrCodeTooLarge, len(code), s.cfg.CodeLimit, humanize.IBytes(uint64(s.cfg.CodeLimit)))
@@ -391,7 +403,7 @@ func (s *Supervisor) serve(ctx context.Context, req Request, ss *Session) (res R
 		installed = ss.installed
 	}
 	fetchCtx, cancel := limit.context(ctx)
-	wheels, err := s.pkgs.files(fetchCtx, script, installed, onLine)
+	wheels, err := s.pkgs.files(fetchCtx, script, installed, installOut)
 	cancel()
 	if err != nil {
 		return s.installFailed(ctx, limit, phaseFetch, script, err, onLine)
@@ -418,7 +430,7 @@ func (s *Supervisor) serve(ctx context.Context, req Request, ss *Session) (res R
 		}
 		// Installs what the imports need, in rounds (see fromImports).
 		var phase string
-		if reqs, phase, err = s.pkgs.fromImports(installCtx, w, code, installed, onLine); err != nil {
+		if reqs, phase, err = s.pkgs.fromImports(installCtx, w, code, installed, installOut); err != nil {
 			if phase == phaseImports && !limit.passed() {
 				return Result{}, err
 			}
@@ -441,6 +453,9 @@ func (s *Supervisor) serve(ctx context.Context, req Request, ss *Session) (res R
 	run := bridge.RunRequest{Code: code, Globals: req.Globals, Watch: s.watched(), FilesLimit: s.cfg.FilesLimit}
 	res, files, err := s.call(ctx, w, run, limit, onLine)
 	res.Dependencies = packages.WithoutPython(reqs)
+	if len(warnings) > 0 {
+		res.Output = append(warnings, res.Output...)
+	}
 	if err == nil {
 		s.takeFiles(ctx, &res, files, onLine)
 	}

@@ -291,6 +291,9 @@ func TestPackagesResolver(t *testing.T) {
 		{"dead_imports", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import no_such_module\nif False:\n    import cPickle\n1", success("", "1")},
 		{"look_alike", "import fancytext", "<status>run-error</status>\n<error>\nTraceback (most recent call last):\n  File \"main.py\", line 1, in <module>\n    import fancytext\nModuleNotFoundError: No module named 'fancytext'\n\n</error>"},
 		{"import_name_table", "import slugify\nslugify.WHO", success(`"python-slugify"`, "python-slugify")},
+		// As pip does, the call's output warns of an extra the package lacks.
+		{"unknown_extra", script(`"base[nosuch]"`, "import base\nbase.__version__"),
+			"<status>success</status>\n<dependencies>[\"base[nosuch]\"]</dependencies>\n<output>\nwarning: base 2.0 does not provide the extra \"nosuch\"\n</output>\n<return_value>\n2.0\n</return_value>"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -44,7 +44,9 @@ type resolution struct {
 	// contested are built-ins whose lock version a requirement excludes,
 	// each with the first such requirement.
 	contested map[string]work
-	warned    map[string]bool
+	// unknownExtra are the "name[extra] version"s whose package declares
+	// no such extra.
+	unknownExtra map[string]bool
 }
 
 func newResolution(r *Resolver) *resolution {
@@ -58,7 +60,8 @@ func newResolution(r *Resolver) *resolution {
 		by:        map[string]work{},
 		expanded:  map[string]bool{},
 		contested: map[string]work{},
-		warned:    map[string]bool{},
+
+		unknownExtra: map[string]bool{},
 	}
 }
 
@@ -363,10 +366,8 @@ func (s *resolution) Dependencies(ctx context.Context, pkg, v string) ([]pubgrub
 		if ws, err = s.metadataRequirements(md, by, extra); err != nil {
 			return nil, err
 		}
-		if len(ws) == 0 && !slices.ContainsFunc(md.ProvidesExtra, func(e string) bool { return Normalize(e) == extra }) &&
-			!s.warned[key] {
-			s.warned[key] = true
-			s.say("warning: %s %s has no extra %q; it is ignored", name, v, extra)
+		if len(ws) == 0 && !slices.ContainsFunc(md.ProvidesExtra, func(e string) bool { return Normalize(e) == extra }) {
+			s.unknownExtra[key] = true
 		}
 	case builtin:
 		for _, d := range lp.Depends {

@@ -48,6 +48,9 @@ type Plan struct {
 	// Skipped are the requirements inferred from imports that
 	// [Resolver.ResolveInferred] left out because no package provides them.
 	Skipped []Skip `json:"skipped,omitempty"`
+	// Warnings are for the person who asked, as pip prints them: extras
+	// that the chosen version of a package does not declare.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Skip is a requirement inferred from an import that a plan leaves out, and
@@ -275,6 +278,7 @@ func (r *Resolver) shared(ctx context.Context, key string, reqs, inferred []stri
 	plan.Requirements = slices.Clone(plan.Requirements)
 	plan.Files = slices.Clone(plan.Files)
 	plan.Skipped = slices.Clone(plan.Skipped)
+	plan.Warnings = slices.Clone(plan.Warnings)
 	for i := range plan.Files {
 		plan.Files[i].Depends = slices.Clone(plan.Files[i].Depends)
 	}
@@ -352,7 +356,7 @@ func (r *Resolver) resolve(ctx context.Context, reqs, inferred []string) (Plan, 
 		var ns *pubgrub.NoSolution
 		switch {
 		case err == nil:
-			plan := Plan{Requirements: all, Files: s.plan(sol, top), Skipped: skipped}
+			plan := Plan{Requirements: all, Files: s.plan(sol, top), Skipped: skipped, Warnings: s.warnings(sol)}
 			s.say("resolved %d package(s) in %s", len(plan.Files), time.Since(start).Round(time.Millisecond))
 			return plan, nil
 		case ctx.Err() != nil:
@@ -371,6 +375,19 @@ func (r *Resolver) resolve(ctx context.Context, reqs, inferred []string) (Plan, 
 		// at other versions; what was read so far stays known.
 		clear(s.versions)
 	}
+}
+
+// warnings are the plan's warnings about the solution sol, in order.
+func (s *resolution) warnings(sol map[string]string) []string {
+	var out []string
+	for pkg, v := range sol {
+		if s.unknownExtra[pkg+" "+v] {
+			name, extra := splitExtra(pkg)
+			out = append(out, fmt.Sprintf("warning: %s %s does not provide the extra %q", name, v, extra))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // expandContested lists the index versions of the contested pure-Python
