@@ -23,12 +23,20 @@ type poolConfig struct {
 	Warm         int           // idle workers kept ready
 	Queue        int           // calls that may wait for a worker
 	QueueTimeout time.Duration // how long a call may wait; 0 means no limit
+	PerPrincipal int           // workers one principal may hold; 0 means no limit
 }
 
 // pool hands out warm workers. Every worker is in exactly one state:
 // starting, warm (idle, in warm) or busy (taken by a call). Once begun, the
 // pool starts workers while fewer than Warm are warm or starting, plus one
 // per waiting call, never more than Workers alive at once.
+//
+// Calls that find no warm worker wait. The queue is bounded by how long a
+// call would wait, not by how many wait: a call whose estimated wait is over
+// QueueTimeout is refused at once, with the estimate. Calls name a
+// principal (who they are for; "" for none): one principal holds at most
+// PerPrincipal workers, and a free worker goes to the waiting principal
+// served least recently, first come first served within a principal.
 //
 // It knows workers only as processes: start, its one way to get a worker,
 // is the seam that tests replace.
@@ -46,9 +54,17 @@ type pool struct {
 	warm     []*worker
 	starting int
 	busy     int
-	dying    int          // retired, not yet reaped: still counted against Workers
-	waiters  []chan grant // calls waiting for a worker, first come first served
+	dying    int       // retired, not yet reaped: still counted against Workers
+	waiters  []*waiter // calls waiting for a worker, in arrival order
 	closed   bool
+
+	holders map[*worker]string // the principal each busy worker serves
+	running map[string]int     // busy workers per principal
+	served  map[string]uint64  // when each principal with calls last got a worker
+	tick    uint64             // counts grants, for served
+	// perPlace is the recent wait per place in the queue (an exponentially
+	// weighted mean): a call with n calls before it waits about n+1 times it.
+	perPlace time.Duration
 
 	failures int   // consecutive failed starts
 	lastErr  error // of the last failed start
@@ -61,6 +77,17 @@ type grant struct {
 	w   *worker
 	err error
 }
+
+// waiter is a call waiting for a worker.
+type waiter struct {
+	ch        chan grant // buffered: a grant never blocks the pool
+	principal string
+	ahead     int // calls that waited before it when it came
+	since     time.Time
+}
+
+// perPlaceWeight is the weight of the newest wait in perPlace.
+const perPlaceWeight = 0.25
 
 // unavailable says why no call can be served now: no worker is warm or
 // starting and the last start failed, so waiting would only end in the queue
@@ -80,15 +107,18 @@ func (p *pool) begin() {
 	p.refill()
 }
 
-// acquire returns a warm worker for a call, waiting in the queue if all are
-// busy. The worker is the caller's until it calls retire.
-func (p *pool) acquire(ctx context.Context) (*worker, error) {
+// acquire returns a warm worker for a call of principal, waiting in the
+// queue if all are busy (or principal holds its share). The worker is the
+// caller's until it calls retire.
+func (p *pool) acquire(ctx context.Context, principal string) (*worker, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		return nil, errClosed
 	}
-	for len(p.warm) > 0 {
+	// Warm workers are handed to waiting calls as they come, so a warm
+	// worker now means no waiting call may have it.
+	for len(p.warm) > 0 && p.mayHold(principal) {
 		w := p.warm[0]
 		p.warm = p.warm[1:]
 		if w.dead() {
@@ -98,7 +128,7 @@ func (p *pool) acquire(ctx context.Context) (*worker, error) {
 			p.wg.Go(w.kill) // releases its connection
 			continue
 		}
-		p.busy++
+		p.take(w, principal)
 		p.refill()
 		p.mu.Unlock()
 		p.wait.Observe(0)
@@ -108,16 +138,15 @@ func (p *pool) acquire(ctx context.Context) (*worker, error) {
 		p.mu.Unlock()
 		return nil, err
 	}
-	if len(p.waiters) >= p.cfg.Queue {
+	if err := p.admit(); err != nil {
 		p.mu.Unlock()
-		return nil, ErrQueueFull
+		return nil, err
 	}
-	ch := make(chan grant, 1)
-	p.waiters = append(p.waiters, ch)
+	wt := &waiter{ch: make(chan grant, 1), principal: principal, ahead: len(p.waiters), since: time.Now()}
+	p.waiters = append(p.waiters, wt)
 	p.refill()
 	p.mu.Unlock()
 
-	start := time.Now()
 	var timeout <-chan time.Time
 	if p.cfg.QueueTimeout > 0 {
 		t := time.NewTimer(p.cfg.QueueTimeout)
@@ -126,11 +155,11 @@ func (p *pool) acquire(ctx context.Context) (*worker, error) {
 	}
 	var err error
 	select {
-	case g := <-ch:
-		p.wait.Observe(time.Since(start).Seconds())
+	case g := <-wt.ch:
+		p.wait.Observe(time.Since(wt.since).Seconds())
 		return g.w, g.err
 	case <-timeout:
-		err = ErrQueueTimeout
+		err = fmt.Errorf("%w: no worker became free within the queue timeout of %s", ErrQueueTimeout, p.cfg.QueueTimeout)
 		if health := p.health(); health.Err != "" {
 			err = fmt.Errorf("%w: %s", ErrUnavailable, health.Err)
 		}
@@ -139,28 +168,86 @@ func (p *pool) acquire(ctx context.Context) (*worker, error) {
 	case <-p.ctx.Done():
 		err = errClosed
 	}
-	p.wait.Observe(time.Since(start).Seconds())
+	p.wait.Observe(time.Since(wt.since).Seconds())
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if i := slices.Index(p.waiters, ch); i >= 0 {
+	if i := slices.Index(p.waiters, wt); i >= 0 {
 		p.waiters = slices.Delete(p.waiters, i, i+1)
+		p.forget(principal)
 		return nil, err
 	}
 	// A worker was handed over as we gave up: it never ran code, so it
 	// goes to the next caller.
-	if g := <-ch; g.w != nil {
-		p.busy--
+	if g := <-wt.ch; g.w != nil {
+		p.release(g.w)
 		p.offer(g.w)
 	}
 	return nil, err
 }
 
+// admit refuses a call that would wait too long: past Queue calls waiting,
+// or with a wait estimated from recent ones over QueueTimeout. p.mu must be
+// held.
+func (p *pool) admit() error {
+	n := len(p.waiters)
+	if n >= p.cfg.Queue {
+		return fmt.Errorf("%w: %d calls wait for %d workers", ErrQueueFull, n, p.cfg.Workers)
+	}
+	if p.cfg.QueueTimeout <= 0 || p.perPlace <= 0 {
+		return nil
+	}
+	if wait := time.Duration(n+1) * p.perPlace; wait > p.cfg.QueueTimeout {
+		return fmt.Errorf("%w: all %d workers are busy and %d calls wait before this one: it would wait about %s, longer than the queue timeout of %s",
+			ErrQueueTimeout, p.cfg.Workers, n, wait.Round(100*time.Millisecond), p.cfg.QueueTimeout)
+	}
+	return nil
+}
+
+// mayHold reports whether principal may take one more worker. p.mu must be
+// held.
+func (p *pool) mayHold(principal string) bool {
+	return p.cfg.PerPrincipal <= 0 || principal == "" || p.running[principal] < p.cfg.PerPrincipal
+}
+
+// take makes w busy for principal. p.mu must be held.
+func (p *pool) take(w *worker, principal string) {
+	if p.holders == nil {
+		p.holders, p.running, p.served = map[*worker]string{}, map[string]int{}, map[string]uint64{}
+	}
+	p.busy++
+	p.holders[w] = principal
+	p.running[principal]++
+	p.tick++
+	p.served[principal] = p.tick
+}
+
+// release makes busy w no longer held. p.mu must be held.
+func (p *pool) release(w *worker) {
+	p.busy--
+	principal := p.holders[w]
+	delete(p.holders, w)
+	p.running[principal]--
+	p.forget(principal)
+}
+
+// forget drops what the pool keeps of a principal that has no busy worker
+// and no waiting call. p.mu must be held.
+func (p *pool) forget(principal string) {
+	if p.running[principal] > 0 || slices.ContainsFunc(p.waiters, func(wt *waiter) bool { return wt.principal == principal }) {
+		return
+	}
+	delete(p.running, principal)
+	delete(p.served, principal)
+}
+
 // retire ends a worker after its call: one call per interpreter.
 func (p *pool) retire(w *worker) {
 	p.mu.Lock()
-	p.busy--
+	p.release(w)
 	p.dying++
+	// Its principal may have calls waiting for their share.
+	p.dispatch()
 	p.mu.Unlock()
 	p.wg.Go(func() {
 		w.kill()
@@ -179,21 +266,50 @@ func (p *pool) discard(w *worker, why error) {
 	p.retire(w)
 }
 
-// offer gives a ready worker to the first waiting call, or keeps it warm.
-// p.mu must be held.
+// offer gives a ready worker to a waiting call (see dispatch), or keeps it
+// warm. p.mu must be held.
 func (p *pool) offer(w *worker) {
 	if p.closed {
 		p.wg.Go(w.kill)
 		return
 	}
-	if len(p.waiters) > 0 {
-		ch := p.waiters[0]
-		p.waiters = p.waiters[1:]
-		p.busy++
-		ch <- grant{w: w}
-		return
-	}
 	p.warm = append(p.warm, w)
+	p.dispatch()
+}
+
+// dispatch hands warm workers to waiting calls that may hold one: first the
+// principal served least recently, then the call that came first. p.mu must
+// be held.
+func (p *pool) dispatch() {
+	for len(p.warm) > 0 {
+		next := -1
+		for i, wt := range p.waiters {
+			if p.mayHold(wt.principal) && (next < 0 || p.served[wt.principal] < p.served[p.waiters[next].principal]) {
+				next = i
+			}
+		}
+		if next < 0 {
+			return
+		}
+		w := p.warm[0]
+		p.warm = p.warm[1:]
+		if w.dead() {
+			p.restarts.Inc()
+			p.wg.Go(w.kill)
+			p.refill()
+			continue
+		}
+		wt := p.waiters[next]
+		p.waiters = slices.Delete(p.waiters, next, next+1)
+		p.take(w, wt.principal)
+		waited := time.Since(wt.since) / time.Duration(wt.ahead+1)
+		if p.perPlace == 0 {
+			p.perPlace = waited
+		} else {
+			p.perPlace += time.Duration(perPlaceWeight * float64(waited-p.perPlace))
+		}
+		wt.ch <- grant{w: w}
+	}
 }
 
 // refill starts the workers the pool lacks. p.mu must be held.
@@ -227,8 +343,8 @@ func (p *pool) startOne() {
 		p.retrying = true
 		// Calls waiting for a worker that cannot come learn why now.
 		if err := p.unavailable(); err != nil {
-			for _, ch := range p.waiters {
-				ch <- grant{err: err}
+			for _, wt := range p.waiters {
+				wt.ch <- grant{err: err}
 			}
 			p.waiters = nil
 		}

@@ -88,7 +88,7 @@ func acquire(t *testing.T, p *pool) *worker {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	w, err := p.acquire(ctx)
+	w, err := p.acquire(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestPoolKeepsWarmWorkersWithinTheLiveLimit(t *testing.T) {
 	for range 3 {
 		taken = append(taken, acquire(t, p))
 	}
-	if _, err := p.acquire(context.Background()); !errors.Is(err, ErrQueueTimeout) {
+	if _, err := p.acquire(context.Background(), ""); !errors.Is(err, ErrQueueTimeout) {
 		t.Errorf("a fourth call with three busy workers: %v, want ErrQueueTimeout", err)
 	}
 	for _, w := range taken {
@@ -134,7 +134,7 @@ func TestPoolQueueIsFirstComeFirstServed(t *testing.T) {
 		})
 		waitFor(t, p, "queued the call", func(h Health) bool { return h.Waiting == i+1 })
 	}
-	if _, err := p.acquire(context.Background()); !errors.Is(err, ErrQueueFull) {
+	if _, err := p.acquire(context.Background(), ""); !errors.Is(err, ErrQueueFull) {
 		t.Errorf("a call beyond the queue: %v, want ErrQueueFull", err)
 	}
 	p.retire(busy)
@@ -150,7 +150,7 @@ func TestPoolWaitEndsWithTheCallersContext(t *testing.T) {
 	defer p.retire(busy)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if _, err := p.acquire(ctx); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := p.acquire(ctx, ""); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("a waiting call whose context ended: %v", err)
 	}
 	if h := p.health(); h.Waiting != 0 {
@@ -167,7 +167,7 @@ func TestPoolBacksOffFailedStartsAndRecovers(t *testing.T) {
 	waiting := make(chan error, 1)
 	busy := acquire(t, p)
 	go func() {
-		_, err := p.acquire(context.Background())
+		_, err := p.acquire(context.Background(), "")
 		waiting <- err
 	}()
 	waitFor(t, p, "queued the call", func(h Health) bool { return h.Waiting == 1 })
@@ -181,7 +181,7 @@ func TestPoolBacksOffFailedStartsAndRecovers(t *testing.T) {
 		t.Fatal("the waiting call was not told that no worker can start")
 	}
 	start := time.Now()
-	_, err := p.acquire(context.Background())
+	_, err := p.acquire(context.Background(), "")
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "deno is broken") {
 		t.Errorf("a call while workers cannot start: %v, want ErrUnavailable naming the reason", err)
 	}
@@ -222,11 +222,134 @@ func TestPoolCloseEndsItsWorkers(t *testing.T) {
 	p, f := newTestPool(t, poolConfig{Workers: 2, Warm: 2, Queue: 1})
 	waitFor(t, p, "had two warm workers", func(h Health) bool { return h.Warm == 2 })
 	p.close()
-	if _, err := p.acquire(context.Background()); !errors.Is(err, errClosed) {
+	if _, err := p.acquire(context.Background(), ""); !errors.Is(err, errClosed) {
 		t.Errorf("acquire after close: %v, want errClosed", err)
 	}
 	p.wg.Wait()
 	if n := f.live.Load(); n != 0 {
 		t.Errorf("%d workers alive after close", n)
+	}
+}
+
+func TestPoolRefusesAWaitLongerThanTheQueueTimeout(t *testing.T) {
+	p, _ := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 100, QueueTimeout: time.Second})
+	busy := acquire(t, p)
+	defer p.retire(busy)
+	// Recent calls waited 300 ms per place in the queue.
+	p.mu.Lock()
+	p.perPlace = 300 * time.Millisecond
+	p.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	// Three calls fit: the third waits about 900 ms.
+	for i := range 3 {
+		wg.Go(func() { _, _ = p.acquire(ctx, "") })
+		waitFor(t, p, "queued the call", func(h Health) bool { return h.Waiting == i+1 })
+	}
+	start := time.Now()
+	_, err := p.acquire(context.Background(), "")
+	if !errors.Is(err, ErrQueueTimeout) || !strings.Contains(err.Error(), "it would wait about 1.2s, longer than the queue timeout of 1s") {
+		t.Errorf("a call with three before it: %v, want ErrQueueTimeout with the wait it would have needed", err)
+	}
+	if elapsed := time.Since(start); elapsed > 500*time.Millisecond {
+		t.Errorf("refused after %s, want at once", elapsed)
+	}
+}
+
+func TestPoolLearnsTheWaitPerPlace(t *testing.T) {
+	p, _ := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 10, QueueTimeout: 10 * time.Second})
+	waitFor(t, p, "warmed up", func(h Health) bool { return h.Warm == 1 })
+	busy := acquire(t, p)
+	done := make(chan *worker)
+	go func() {
+		w, _ := p.acquire(context.Background(), "")
+		done <- w
+	}()
+	waitFor(t, p, "queued the call", func(h Health) bool { return h.Waiting == 1 })
+	time.Sleep(200 * time.Millisecond) // the wait to learn
+	p.retire(busy)
+	p.retire(<-done)
+	p.mu.Lock()
+	perPlace := p.perPlace
+	p.mu.Unlock()
+	if perPlace < 200*time.Millisecond || perPlace > 10*time.Second {
+		t.Errorf("learned %s per place after a wait of at least 200ms", perPlace)
+	}
+}
+
+func TestPoolHoldsEachPrincipalToItsShare(t *testing.T) {
+	p, _ := newTestPool(t, poolConfig{Workers: 3, Warm: 3, Queue: 10, PerPrincipal: 1})
+	waitFor(t, p, "warmed up", func(h Health) bool { return h.Warm == 3 })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	first, err := p.acquire(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Alice's second call waits, though workers are warm.
+	got := make(chan *worker, 1)
+	go func() {
+		w, _ := p.acquire(ctx, "alice")
+		got <- w
+	}()
+	waitFor(t, p, "held alice's second call", func(h Health) bool { return h.Waiting == 1 && h.Warm == 2 })
+	// Bob gets a warm worker at once, and so does a call of no principal,
+	// which is held to no share.
+	bob, err := p.acquire(ctx, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	anyone := acquire(t, p)
+	select {
+	case <-got:
+		t.Fatal("alice's second call got a worker while her first held one")
+	case <-time.After(100 * time.Millisecond):
+	}
+	// When her first call ends, her second has its turn.
+	p.retire(first)
+	if w := <-got; w == nil {
+		t.Fatal("alice's second call got no worker")
+	} else {
+		p.retire(w)
+	}
+	p.retire(bob)
+	p.retire(anyone)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.running)+len(p.served)+len(p.holders) != 0 {
+		t.Errorf("the pool still keeps principals: running %v, served %v, %d holders", p.running, p.served, len(p.holders))
+	}
+}
+
+func TestPoolServesPrincipalsInTurn(t *testing.T) {
+	p, _ := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 10})
+	busy := acquire(t, p)
+	order := make(chan string, 4)
+	var wg sync.WaitGroup
+	for i, who := range []string{"alice", "alice", "alice", "bob"} {
+		wg.Go(func() {
+			w, err := p.acquire(context.Background(), who)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			order <- who
+			p.retire(w)
+		})
+		waitFor(t, p, "queued the call", func(h Health) bool { return h.Waiting == i+1 })
+	}
+	p.retire(busy)
+	wg.Wait()
+	close(order)
+	var got []string
+	for who := range order {
+		got = append(got, who)
+	}
+	// Bob came last but is served second: alice was just served.
+	if strings.Join(got, " ") != "alice bob alice alice" {
+		t.Errorf("served %v, want alice bob alice alice", got)
 	}
 }

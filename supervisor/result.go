@@ -73,6 +73,12 @@ type Request struct {
 	// OnLine, if not nil, is called for each line the code prints, in
 	// order, before Run returns.
 	OnLine func(Line)
+	// Principal is who the call is for, when the front end knows (an
+	// authenticated caller): one principal holds at most
+	// Config.MaxCallsPerPrincipal of the pool's workers, and waiting calls
+	// are served round robin across principals. "" is no one in particular,
+	// held to no share.
+	Principal string
 }
 
 // WorkDir is the working directory of the code, in the interpreter's file

@@ -46,11 +46,18 @@ type Config struct {
 	Warm int
 	// Queue is how many calls may wait for a worker when all are busy; a
 	// call beyond it fails at once with ErrQueueFull. 0 means
-	// DefaultQueuePerWorker × Workers.
+	// DefaultQueuePerWorker × Workers. It is a backstop: QueueTimeout is
+	// what bounds the queue.
 	Queue int
 	// QueueTimeout is how long a call may wait for a worker before it fails
-	// with ErrQueueTimeout; 0 means no limit.
+	// with ErrQueueTimeout; 0 means no limit. A call whose wait, estimated
+	// from the recent ones, would be longer fails at once, saying so.
 	QueueTimeout time.Duration
+	// MaxCallsPerPrincipal is how many of the pool's workers the calls of
+	// one Request.Principal may hold at once; the rest of its calls wait
+	// their turn. 0 means the default, half the workers rounded up, so that
+	// one caller leaves room for the others; negative means no limit.
+	MaxCallsPerPrincipal int
 	// CodeLimit is the largest code accepted, in bytes; 0 means no limit.
 	CodeLimit int
 	// Grace is how long code may take to stop after it is interrupted (time
@@ -77,7 +84,7 @@ type Config struct {
 
 // Defaults of the fields of Config that are left zero.
 const (
-	DefaultQueuePerWorker = 4 // Queue is this many times Workers
+	DefaultQueuePerWorker = 64 // Queue is this many times Workers
 	DefaultGrace          = 2 * time.Second
 	DefaultStartTimeout   = 60 * time.Second
 	DefaultFilesLimit     = 32 << 20
@@ -95,6 +102,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Queue <= 0 {
 		c.Queue = DefaultQueuePerWorker * c.Workers
+	}
+	if c.MaxCallsPerPrincipal == 0 {
+		c.MaxCallsPerPrincipal = (c.Workers + 1) / 2
 	}
 	if c.Grace <= 0 {
 		c.Grace = DefaultGrace
@@ -190,7 +200,8 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 	s.metrics = newMetrics(s, cfg.Metrics, log)
 	s.launch = platformLauncher(cfg.MemoryLimit)
 	s.pool = &pool{
-		cfg:      poolConfig{Workers: cfg.Workers, Warm: cfg.Warm, Queue: cfg.Queue, QueueTimeout: cfg.QueueTimeout},
+		cfg: poolConfig{Workers: cfg.Workers, Warm: cfg.Warm, Queue: cfg.Queue, QueueTimeout: cfg.QueueTimeout,
+			PerPrincipal: max(cfg.MaxCallsPerPrincipal, 0)},
 		start:    func(ctx context.Context) (*worker, error) { return s.startWorker(ctx, roleCall) },
 		ctx:      ctx,
 		wg:       &s.wg,
@@ -411,7 +422,7 @@ func (s *Supervisor) serve(ctx context.Context, req Request, ss *Session) (res R
 	w := ss.worker()
 	if w == nil {
 		waited := time.Now()
-		if w, err = s.takeWorker(ctx); err != nil {
+		if w, err = s.takeWorker(ctx, req.Principal); err != nil {
 			return Result{}, err
 		}
 		defer s.pool.retire(w)
@@ -485,9 +496,9 @@ const pingTimeout = time.Second
 // answer at once (stopped, wedged) is replaced, and the call goes to the
 // next. Each try takes a different worker, so a pool of frozen workers
 // costs a call at most one pingTimeout a worker.
-func (s *Supervisor) takeWorker(ctx context.Context) (*worker, error) {
+func (s *Supervisor) takeWorker(ctx context.Context, principal string) (*worker, error) {
 	for try := 0; ; try++ {
-		w, err := s.pool.acquire(ctx)
+		w, err := s.pool.acquire(ctx, principal)
 		if err != nil {
 			return nil, err
 		}

@@ -110,10 +110,38 @@ type Config struct {
 	// image content; larger ones are only linked. 0: every image is linked.
 	ImageLimit int64
 
+	// Auth is who may call the HTTP modes; its zero value lets anyone.
+	Auth Auth
+	// TLSCert and TLSKey are the files of the HTTP modes' certificate and
+	// key; both empty for plain HTTP.
+	TLSCert, TLSKey string
+
 	// Help and Version ask for the usage text or the version instead of a mode.
 	Help    bool
 	Version bool
 }
+
+// Auth is how the HTTP modes authenticate their callers: by OAuth access
+// tokens of an issuer (OAuthIssuer set), by static tokens (TokenFile set),
+// or not at all.
+type Auth struct {
+	// OAuthIssuer is the authorization server whose tokens are accepted,
+	// with OAuthAudience the audience they must name and OAuthScopes the
+	// scopes they must grant.
+	OAuthIssuer, OAuthAudience string
+	OAuthScopes                []string
+	// TokenFile holds the static tokens, one a line.
+	TokenFile string
+	// PublicURL is the MCP endpoint's URL as clients reach it, the
+	// protected resource of the OAuth metadata; "" means one made of
+	// --host, --port and TLS.
+	PublicURL string
+	// Metrics puts /metrics behind the tokens too.
+	Metrics bool
+}
+
+// Enabled reports whether callers must authenticate.
+func (a Auth) Enabled() bool { return a.OAuthIssuer != "" || a.TokenFile != "" }
 
 // Environment is what configuration reads from outside the command line.
 // Tests replace it; OSEnvironment returns the real one.
@@ -196,6 +224,15 @@ type flagValues struct {
 	mounts            []mount.Mount
 	mountLimit        int64
 	mountFiles        int
+	maxPerPrincipal   int
+	oauthIssuer       string
+	oauthAudience     string
+	oauthScopes       []string
+	authTokenFile     string
+	publicURL         string
+	metricsAuth       bool
+	tlsCert           string
+	tlsKey            string
 }
 
 // newFlagSet defines the flags into v, with help for goos. Each flag checks
@@ -221,6 +258,7 @@ func newFlagSet(v *flagValues, goos string) *pflag.FlagSet {
 	fs.Var(newIntFlag(&v.warm, 0, 1, math.MaxInt), "warm", "idle workers kept ready for calls, at most --workers (default: --workers)")
 	fs.Var(newIntFlag(&v.queue, 0, 1, math.MaxInt), "queue", fmt.Sprintf("calls that may wait for a worker while all are busy (default: %d times --workers)", supervisor.DefaultQueuePerWorker))
 	fs.Var(nonNegativeDuration(&v.queueTimeout, defaultQueueTimeout), "queue-timeout", "how long a call may wait for a worker; 0 for no limit")
+	fs.Var(newIntFlag(&v.maxPerPrincipal, 0, 0, math.MaxInt), "max-calls-per-principal", "workers the calls of one authenticated caller may hold at once, the rest waiting their turn; 0 for no limit (default: half of --workers, rounded up)")
 	fs.Var(positiveDuration(&v.timeout, defaultTimeout), "timeout", "time limit of one call, installing its packages included, such as 30s or 2m")
 	fs.Var(positiveDuration(&v.grace, supervisor.DefaultGrace), "grace", "how long interrupted code gets to stop before its worker is killed")
 	fs.Var(newByteSize(&v.memoryLimit, defaultMemoryLimit, math.MaxInt64), "memory-limit", "memory a worker may use, such as 512MiB; 0 for no limit")
@@ -244,6 +282,14 @@ func newFlagSet(v *flagValues, goos string) *pflag.FlagSet {
 	fs.Var(newIntFlag(&v.maxMCPSessions, front.MaxMCPSessions, 0, math.MaxInt), "max-mcp-sessions", "live MCP protocol sessions (Streamable HTTP sessions, SSE streams; not Python interpreters): past it a new one gets 503; 0 for no limit")
 	fs.Var(nonNegativeDuration(&v.mcpSessionIdle, front.MCPSessionIdle), "mcp-session-idle", "an MCP protocol session (not a Python interpreter) without requests for this long is ended; 0 to keep idle sessions")
 	fs.Var(&listFlag{&v.allowOrigins, parseAllowOrigin}, "allow-origin", "comma-separated origins of web pages that may call the HTTP modes, such as https://app.example.com, or * for any; local pages may call a local server")
+	fs.Var(newCheckedString(&v.oauthIssuer, "", checkOptionalHTTPURL), "oauth-issuer", "accept the OAuth access tokens of this authorization server (its issuer URL) in the HTTP modes; needs --oauth-audience")
+	fs.StringVar(&v.oauthAudience, "oauth-audience", "", "the audience those tokens must name: this server")
+	fs.Var(&listFlag{&v.oauthScopes, parseScopes}, "oauth-scopes", "comma-separated scopes those tokens must grant")
+	fs.StringVar(&v.authTokenFile, "auth-token-file", "", "accept the bearer tokens in this file, one a line, in the HTTP modes (re-read on SIGHUP; readable by its owner only)")
+	fs.Var(newCheckedString(&v.publicURL, "", checkOptionalHTTPURL), "public-url", "the MCP endpoint's URL as clients reach it, named in the OAuth metadata (default: from --host, --port and TLS)")
+	fs.BoolVar(&v.metricsAuth, "metrics-auth", false, "serve /metrics only with a token, like MCP (/healthz and /readyz never need one)")
+	fs.StringVar(&v.tlsCert, "tls-cert", "", "serve the HTTP modes over TLS with this certificate (PEM, chain included); needs --tls-key")
+	fs.StringVar(&v.tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")
 	fs.StringVar(&v.deno, "deno", "", denoHelp(goos))
 	fs.StringVar(&v.cacheDir, "cache-dir", "", cacheDirHelp(goos))
 	fs.Var(newLevelFlag(&v.logLevel, defaultLogLevel), "log-level", "level of the server's own log on stderr: debug, info, warn, error")
@@ -399,6 +445,9 @@ func parse(args []string, env Environment, goos string) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
+	if err := checkHTTPOnly(v, src, mode); err != nil {
+		return Config{}, err
+	}
 
 	return Config{
 		Mode:            mode,
@@ -416,7 +465,38 @@ func parse(args []string, env Environment, goos string) (Config, error) {
 		FilesTTL:        v.filesTTL,
 		FilesStoreLimit: v.filesStoreLimit,
 		ImageLimit:      v.imageLimit,
+		Auth: Auth{
+			OAuthIssuer: v.oauthIssuer, OAuthAudience: v.oauthAudience, OAuthScopes: v.oauthScopes,
+			TokenFile: v.authTokenFile, PublicURL: v.publicURL, Metrics: v.metricsAuth,
+		},
+		TLSCert: v.tlsCert,
+		TLSKey:  v.tlsKey,
 	}, nil
+}
+
+// checkHTTPOnly checks the flags of authentication and TLS, which only the
+// HTTP modes have.
+func checkHTTPOnly(v flagValues, src flagSources, mode Mode) error {
+	switch {
+	case v.oauthIssuer != "" && v.oauthAudience == "":
+		return usageErrorf("%s needs %s: the audience its tokens name for this server", src.name("oauth-issuer"), src.name("oauth-audience"))
+	case v.oauthIssuer == "" && (v.oauthAudience != "" || v.oauthScopes != nil):
+		return usageErrorf("%s and %s need %s", src.name("oauth-audience"), src.name("oauth-scopes"), src.name("oauth-issuer"))
+	case v.oauthIssuer != "" && v.authTokenFile != "":
+		return usageErrorf("%s and %s exclude each other", src.name("oauth-issuer"), src.name("auth-token-file"))
+	case (v.tlsCert == "") != (v.tlsKey == ""):
+		return usageErrorf("%s and %s go together", src.name("tls-cert"), src.name("tls-key"))
+	case v.metricsAuth && v.oauthIssuer == "" && v.authTokenFile == "":
+		return usageErrorf("%s needs %s or %s", src.name("metrics-auth"), src.name("oauth-issuer"), src.name("auth-token-file"))
+	}
+	if mode == ModeStdio || mode == ModeWarmup || mode == ModeExample {
+		for _, name := range []string{"oauth-issuer", "auth-token-file", "public-url", "tls-cert"} {
+			if src.fs.Lookup(name).Value.String() != "" {
+				return usageErrorf("%s is for the HTTP modes, not %s", src.name(name), mode)
+			}
+		}
+	}
+	return nil
 }
 
 // parseSupervisor returns the supervisor's configuration of the flags,
@@ -459,13 +539,27 @@ func parseSupervisor(v flagValues, src flagSources, env Environment, goos string
 		Warm:            warm,
 		Queue:           v.queue, // 0: the supervisor's default
 		QueueTimeout:    v.queueTimeout,
-		CodeLimit:       int(v.codeLimit),
-		Grace:           v.grace,
-		Files:           v.files,
-		FilesLimit:      v.filesLimit,
-		Mounts:          v.mounts,
-		MountLimits:     mount.Limits{MaxBytes: v.mountLimit, MaxFiles: v.mountFiles},
+		// 0 from the flag is no limit; not set, the supervisor's default.
+		MaxCallsPerPrincipal: perPrincipal(v.maxPerPrincipal, src.fs.Changed("max-calls-per-principal")),
+		CodeLimit:            int(v.codeLimit),
+		Grace:                v.grace,
+		Files:                v.files,
+		FilesLimit:           v.filesLimit,
+		Mounts:               v.mounts,
+		MountLimits:          mount.Limits{MaxBytes: v.mountLimit, MaxFiles: v.mountFiles},
 	}.WithDefaults(), nil
+}
+
+// perPrincipal is supervisor.Config.MaxCallsPerPrincipal for the flag's
+// value n: negative (no limit) for 0, the default when it is not set.
+func perPrincipal(n int, set bool) int {
+	switch {
+	case !set:
+		return 0
+	case n == 0:
+		return -1
+	}
+	return n
 }
 
 // parseFrontEndLimits returns the front end's limits of the flags, with the

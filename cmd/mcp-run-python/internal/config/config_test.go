@@ -77,8 +77,10 @@ func defaultConfig() Config {
 			Networking:   true,
 			IndexURL:     "https://pypi.org/simple/",
 			Warm:         2,
-			Queue:        8,
+			Queue:        128,
 			QueueTimeout: 30 * time.Second,
+
+			MaxCallsPerPrincipal: 1,
 			CodeLimit:    1 << 20,
 			Grace:        2 * time.Second,
 			StartTimeout: supervisor.DefaultStartTimeout,
@@ -148,7 +150,8 @@ func TestParseConfig(t *testing.T) {
 			func(c *Config) {
 				c.Supervisor.Workers, c.Supervisor.Timeout = 8, 90*time.Second
 				c.Supervisor.MemoryLimit, c.Supervisor.OutputLimit = 512<<20, 64<<10
-				c.Supervisor.Warm, c.Supervisor.Queue = 8, 32 // follow --workers
+				c.Supervisor.Warm, c.Supervisor.Queue = 8, 512 // follow --workers
+				c.Supervisor.MaxCallsPerPrincipal = 4
 			}},
 		{"service flags", []string{"sse", "--workers", "4", "--warm", "1", "--queue", "3", "--queue-timeout", "1m",
 			"--code-limit", "64KiB", "--grace", "500ms", "--shutdown-timeout", "45s"}, standardEnv(),
@@ -156,10 +159,14 @@ func TestParseConfig(t *testing.T) {
 				c.Mode = ModeSSE
 				c.Supervisor.Workers, c.Supervisor.Warm, c.Supervisor.Queue = 4, 1, 3
 				c.Supervisor.QueueTimeout, c.Supervisor.CodeLimit = time.Minute, 64<<10
+				c.Supervisor.MaxCallsPerPrincipal = 2
 				c.Supervisor.Grace, c.ShutdownTimeout = 500*time.Millisecond, 45*time.Second
 			}},
 		{"warm equal to workers", []string{"stdio", "--workers", "3", "--warm", "3"}, standardEnv(),
-			func(c *Config) { c.Supervisor.Workers, c.Supervisor.Warm, c.Supervisor.Queue = 3, 3, 12 }},
+			func(c *Config) {
+				c.Supervisor.Workers, c.Supervisor.Warm, c.Supervisor.Queue = 3, 3, 192
+				c.Supervisor.MaxCallsPerPrincipal = 2
+			}},
 		{"no limits and no shutdown wait", []string{"stdio", "--queue-timeout", "0", "--code-limit", "0", "--shutdown-timeout", "0s"}, standardEnv(),
 			func(c *Config) { c.Supervisor.QueueTimeout, c.Supervisor.CodeLimit, c.ShutdownTimeout = 0, 0, 0 }},
 		{"code limit in decimal units", []string{"stdio", "--code-limit", "100kB"}, standardEnv(),
@@ -175,6 +182,7 @@ func TestParseConfig(t *testing.T) {
 		}), func(c *Config) {
 			c.Supervisor.Workers, c.Supervisor.Warm, c.Supervisor.Queue = 6, 2, 100
 			c.Supervisor.QueueTimeout, c.Supervisor.CodeLimit = 5*time.Second, 2<<20
+			c.Supervisor.MaxCallsPerPrincipal = 3
 			c.Supervisor.Grace, c.ShutdownTimeout = 3*time.Second, time.Minute
 			c.Limits.RequestLimit = 13 << 20 // follows the code limit
 		}},
@@ -186,6 +194,21 @@ func TestParseConfig(t *testing.T) {
 			func(c *Config) { c.Supervisor.MemoryLimit, c.Supervisor.OutputLimit = 2e9, 0 }},
 		{"log level", []string{"stdio", "--log-level", "debug"}, standardEnv(),
 			func(c *Config) { c.LogLevel = zapcore.DebugLevel }},
+		{"calls per principal", []string{"stdio", "--max-calls-per-principal", "3"}, standardEnv(),
+			func(c *Config) { c.Supervisor.MaxCallsPerPrincipal = 3 }},
+		{"no limit of calls per principal", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_MAX_CALLS_PER_PRINCIPAL": "0"}),
+			func(c *Config) { c.Supervisor.MaxCallsPerPrincipal = -1 }},
+		{"oauth", []string{"streamable-http", "--oauth-issuer", "https://auth.example.com/realms/x", "--oauth-audience", "mcp-run-python",
+			"--oauth-scopes", "mcp:run, mcp:files", "--public-url", "https://mcp.example.com/mcp", "--metrics-auth",
+			"--tls-cert", "/etc/tls/crt.pem", "--tls-key", "/etc/tls/key.pem"}, standardEnv(),
+			func(c *Config) {
+				c.Mode = ModeStreamableHTTP
+				c.Auth = Auth{OAuthIssuer: "https://auth.example.com/realms/x", OAuthAudience: "mcp-run-python", OAuthScopes: []string{"mcp:run", "mcp:files"},
+					PublicURL: "https://mcp.example.com/mcp", Metrics: true}
+				c.TLSCert, c.TLSKey = "/etc/tls/crt.pem", "/etc/tls/key.pem"
+			}},
+		{"static tokens from env", []string{"sse"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_AUTH_TOKEN_FILE": "/etc/mcp/tokens"}),
+			func(c *Config) { c.Mode, c.Auth.TokenFile = ModeSSE, "/etc/mcp/tokens" }},
 		{"explicit deno and cache dir", []string{"stdio", "--deno", "/opt/deno", "--cache-dir", "/tmp/c"}, standardEnv(),
 			func(c *Config) { c.Supervisor.Deno, c.Supervisor.CacheDir = "/opt/deno", "/tmp/c" }},
 		{"deno from home when not on PATH", []string{"stdio"}, fakeEnv{cacheDir: "/home/u/.cache", home: "/home/u"},
@@ -417,6 +440,16 @@ func TestParseConfigUsageErrors(t *testing.T) {
 		{"warm above workers", []string{"stdio", "--workers", "2", "--warm", "3"}, standardEnv(), "need 1 to 2"},
 		{"warm above workers from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_WARM": "5"}), "MCP_RUN_PYTHON_WARM"},
 		{"zero queue", []string{"stdio", "--queue", "0"}, standardEnv(), "--queue"},
+		{"negative calls per principal", []string{"stdio", "--max-calls-per-principal", "-1"}, standardEnv(), "--max-calls-per-principal"},
+		{"issuer without audience", []string{"sse", "--oauth-issuer", "https://a.example"}, standardEnv(), "--oauth-audience"},
+		{"audience without issuer", []string{"sse", "--oauth-audience", "x"}, standardEnv(), "--oauth-issuer"},
+		{"issuer not a URL", []string{"sse", "--oauth-issuer", "auth.example.com", "--oauth-audience", "x"}, standardEnv(), "--oauth-issuer"},
+		{"bad scope", []string{"sse", "--oauth-issuer", "https://a.example", "--oauth-audience", "x", "--oauth-scopes", `a"b`}, standardEnv(), "--oauth-scopes"},
+		{"oauth and token file", []string{"sse", "--oauth-issuer", "https://a.example", "--oauth-audience", "x", "--auth-token-file", "t"}, standardEnv(), "exclude each other"},
+		{"tls cert without key", []string{"sse", "--tls-cert", "c.pem"}, standardEnv(), "--tls-key"},
+		{"metrics auth without auth", []string{"sse", "--metrics-auth"}, standardEnv(), "--metrics-auth"},
+		{"token file over stdio", []string{"stdio", "--auth-token-file", "t"}, standardEnv(), "--auth-token-file is for the HTTP modes"},
+		{"tls over stdio", []string{"stdio", "--tls-cert", "c", "--tls-key", "k"}, standardEnv(), "--tls-cert is for the HTTP modes"},
 		{"negative queue", []string{"stdio", "--queue", "-4"}, standardEnv(), "--queue"},
 		{"queue not a number", []string{"stdio", "--queue", "many"}, standardEnv(), "queue"},
 		{"negative queue timeout", []string{"stdio", "--queue-timeout", "-1s"}, standardEnv(), "--queue-timeout"},

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -269,6 +270,37 @@ func checkHost(s string) error {
 		return errors.New("empty host")
 	}
 	return nil
+}
+
+// checkOptionalHTTPURL accepts "" or an absolute http(s) URL.
+func checkOptionalHTTPURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return errors.New("not an http(s) URL such as https://auth.example.com")
+	}
+	return nil
+}
+
+// parseScopes checks OAuth scope names (RFC 6749 §3.3: printable ASCII
+// without space, quote or backslash).
+func parseScopes(s string) ([]string, error) {
+	var out []string
+	for scope := range strings.SplitSeq(s, ",") {
+		scope = strings.TrimSpace(scope)
+		if scope == "" {
+			continue
+		}
+		for _, c := range scope {
+			if c <= ' ' || c > '~' || c == '"' || c == '\\' {
+				return nil, fmt.Errorf("%q is not a scope name", scope)
+			}
+		}
+		out = append(out, scope)
+	}
+	return out, nil
 }
 
 // checkOptionalLocation is packages.CheckLocation, where "" means the
