@@ -159,7 +159,7 @@ func (p *pool) acquire(ctx context.Context, principal string) (*worker, error) {
 		p.wait.Observe(time.Since(wt.since).Seconds())
 		return g.w, g.err
 	case <-timeout:
-		err = fmt.Errorf("%w: no worker became free within the queue timeout of %s", ErrQueueTimeout, p.cfg.QueueTimeout)
+		err = fmt.Errorf("%w: none became free within the queue timeout of %s", ErrQueueTimeout, p.cfg.QueueTimeout)
 		if health := p.health(); health.Err != "" {
 			err = fmt.Errorf("%w: %s", ErrUnavailable, health.Err)
 		}

@@ -132,7 +132,7 @@ func (c Config) CancelWait() time.Duration { return c.WithDefaults().Grace + tim
 // that the server is busy.
 var (
 	ErrQueueFull    = errors.New("all workers are busy and the queue of waiting calls is full")
-	ErrQueueTimeout = errors.New("no worker became free within the queue timeout")
+	ErrQueueTimeout = errors.New("no worker was free in time")
 	// ErrUnavailable is what calls get, at once, while workers cannot start
 	// (deno is gone, the runtime cannot be rebuilt): no worker is warm or
 	// starting and the last start failed. It wraps why.

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -223,7 +224,9 @@ type target struct {
 	launch launch
 
 	// HTTP modes only.
-	url     string // http://127.0.0.1:PORT
+	url     string            // http://127.0.0.1:PORT
+	headers map[string]string // sent with every request of its clients (see as)
+	client  *http.Client      // of its clients; nil for the default
 	cmd     *exec.Cmd
 	stderr  *syncBuffer
 	done    chan struct{} // closed when the process has exited
@@ -232,13 +235,13 @@ type target struct {
 
 // startTarget starts a server in mode with the extra flags; the test's
 // cleanup stops it and checks that it exits with status 0.
-func startTarget(t *testing.T, s *e2eSetup, mode string, extra ...string) *target {
+func startTarget(t testing.TB, s *e2eSetup, mode string, extra ...string) *target {
 	t.Helper()
 	return startTargetWith(t, s, mode, launch{args: append(s.baseArgs(), extra...)})
 }
 
 // startTargetWith is startTarget with full control over the launch.
-func startTargetWith(t *testing.T, s *e2eSetup, mode string, l launch) *target {
+func startTargetWith(t testing.TB, s *e2eSetup, mode string, l launch) *target {
 	t.Helper()
 	tg := &target{setup: s, mode: mode, launch: l}
 	if mode == modeStdio {
@@ -284,7 +287,7 @@ func startTargetWith(t *testing.T, s *e2eSetup, mode string, l launch) *target {
 }
 
 // freePort returns a TCP port that was free a moment ago.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -295,7 +298,7 @@ func freePort(t *testing.T) int {
 }
 
 // waitForPort polls until the server accepts connections.
-func waitForPort(t *testing.T, tg *target) {
+func waitForPort(t testing.TB, tg *target) {
 	t.Helper()
 	addr := strings.TrimPrefix(tg.url, "http://")
 	deadline := time.Now().Add(startTimeout)
@@ -344,7 +347,7 @@ type e2eClient struct {
 // connect starts a client of tg (for stdio, a new server process) and
 // initializes it with protocol e2eProtocol. The test's cleanup closes it; for
 // stdio it checks that the server exits with status 0.
-func (tg *target) connect(t *testing.T) *e2eClient {
+func (tg *target) connect(t testing.TB) *e2eClient {
 	t.Helper()
 	return tg.connectProtocol(t, e2eProtocol)
 }
@@ -352,7 +355,7 @@ func (tg *target) connect(t *testing.T) *e2eClient {
 // connectProtocol is connect with the given protocol version; with
 // modernProtocol there is no handshake and the log level travels in each
 // request's _meta.
-func (tg *target) connectProtocol(t *testing.T, protocol string) *e2eClient {
+func (tg *target) connectProtocol(t testing.TB, protocol string) *e2eClient {
 	t.Helper()
 	c := &e2eClient{target: tg}
 	var tr transport.Interface
@@ -380,7 +383,11 @@ func (tg *target) connectProtocol(t *testing.T, protocol string) *e2eClient {
 			transport.WithCommandLogger(quietLog),
 		)
 	case modeSSE:
-		sse, err := transport.NewSSE(tg.url+"/sse", transport.WithSSELogger(quietLog), transport.WithResponseTimeout(callTimeout))
+		opts := []transport.ClientOption{transport.WithSSELogger(quietLog), transport.WithResponseTimeout(callTimeout), transport.WithHeaders(tg.headers)}
+		if tg.client != nil {
+			opts = append(opts, transport.WithHTTPClient(tg.client))
+		}
+		sse, err := transport.NewSSE(tg.url+"/sse", opts...)
 		if err != nil {
 			t.Fatalf("sse transport: %v", err)
 		}
@@ -388,13 +395,13 @@ func (tg *target) connectProtocol(t *testing.T, protocol string) *e2eClient {
 	case modeStateful:
 		// With the standalone GET stream open, as clients that want
 		// server-initiated messages hold it.
-		h, err := transport.NewStreamableHTTP(tg.url+"/mcp", transport.WithContinuousListening(), transport.WithHTTPLogger(quietLog))
+		h, err := transport.NewStreamableHTTP(tg.url+"/mcp", append(tg.streamableOptions(), transport.WithContinuousListening())...)
 		if err != nil {
 			t.Fatalf("streamable http transport: %v", err)
 		}
 		tr = h
 	case modeStateless:
-		h, err := transport.NewStreamableHTTP(tg.url+"/mcp", transport.WithHTTPLogger(quietLog))
+		h, err := transport.NewStreamableHTTP(tg.url+"/mcp", tg.streamableOptions()...)
 		if err != nil {
 			t.Fatalf("streamable http transport: %v", err)
 		}
@@ -447,6 +454,22 @@ func (tg *target) connectProtocol(t *testing.T, protocol string) *e2eClient {
 		t.Fatalf("%s: negotiated protocol %q, want %q", tg.mode, got, protocol)
 	}
 	return c
+}
+
+// streamableOptions are the options of tg's Streamable HTTP clients.
+func (tg *target) streamableOptions() []transport.StreamableHTTPCOption {
+	opts := []transport.StreamableHTTPCOption{transport.WithHTTPLogger(quietLog), transport.WithHTTPHeaders(tg.headers)}
+	if tg.client != nil {
+		opts = append(opts, transport.WithHTTPBasicClient(tg.client))
+	}
+	return opts
+}
+
+// as returns tg for the clients that send token as their bearer token.
+func (tg *target) as(token string) *target {
+	cp := *tg
+	cp.headers = map[string]string{"Authorization": "Bearer " + token}
+	return &cp
 }
 
 // handleNotification records log messages; every log message's params must be

@@ -674,39 +674,46 @@ func testSessionBadArguments(t *testing.T, s *e2eSetup, c *e2eClient) {
 	c.expectGarbageRefused(t, s)
 }
 
-// testSessionOwnership checks what another MCP session of the same
-// server can do with the sessions of c, the closed a and the live b: no
-// more than with an unknown id. When c ends its MCP session, b ends.
-func testSessionOwnership(t *testing.T, tg *target, c *e2eClient, a, b string) {
-	other := tg.connect(t)
-	unknown := strings.Repeat("z", len(b))
-	for _, id := range []string{a, b} {
+// expectNotOwned checks that other can do no more with the Python
+// sessions ids, and the files at uris, of another owner than with ones that
+// never were: the same answers, and no resources listed.
+func expectNotOwned(t *testing.T, other *e2eClient, ids, uris []string) {
+	t.Helper()
+	for _, id := range ids {
+		unknown := strings.Repeat("z", len(id))
 		for _, call := range sessionCalls(id) {
 			got := firstText(t, other.callNamed(t, call.tool, call.args))
 			wantArgs := maps.Clone(call.args)
 			wantArgs["session_id"] = unknown
 			want := strings.ReplaceAll(firstText(t, other.callNamed(t, call.tool, wantArgs)), unknown, id)
 			if got != want {
-				t.Errorf("%s of another MCP session's session:\n got: %q\nwant: %q, as for an unknown id", call.tool, got, want)
+				t.Errorf("%s of another owner's session:\n got: %q\nwant: %q, as for an unknown id", call.tool, got, want)
 			}
 		}
 	}
-	// Nor can it read the session's files, or a fresh call's.
+	for _, uri := range uris {
+		got := other.readFails(t, uri)
+		// The same answer as for a file that never was, in the same scope.
+		absent := uri[:strings.LastIndexByte(uri, '/')+1] + "absent.txt"
+		if want := strings.ReplaceAll(other.readFails(t, absent), absent, uri); got != want {
+			t.Errorf("resources/read of another owner's %s:\n got: %q\nwant: %q, as for a file that never was", uri, got, want)
+		}
+	}
+	expectNoResources(t, other)
+}
+
+// testSessionOwnership checks what another MCP session of the same
+// server can do with the sessions of c, the closed a and the live b: no
+// more than with an unknown id. When c ends its MCP session, b ends.
+func testSessionOwnership(t *testing.T, tg *target, c *e2eClient, a, b string) {
+	other := tg.connect(t)
 	files := c.listFiles(t, b)
 	if len(files) != 1 {
 		t.Fatalf("session %s's files: %+v", b, files)
 	}
 	res, _ := c.runArgs(t, map[string]any{"python_code": putFiles + "put('mine.txt', 'mine')"})
 	_, uris := c.expectFiles(t, res, "call", []wantFile{{path: "mine.txt", mime: "text/plain", data: []byte("mine")}})
-	for _, uri := range []string{files[0].URI, uris[0]} {
-		got := other.readFails(t, uri)
-		// The same answer as for a file that never was, in the same scope.
-		absent := uri[:strings.LastIndexByte(uri, '/')+1] + "absent.txt"
-		if want := strings.ReplaceAll(other.readFails(t, absent), absent, uri); got != want {
-			t.Errorf("resources/read of another MCP session's %s:\n got: %q\nwant: %q, as for a file that never was", uri, got, want)
-		}
-	}
-	expectNoResources(t, other)
+	expectNotOwned(t, other, []string{a, b}, []string{files[0].URI, uris[0]})
 	c.expectRunIn(t, b, "open('notes.txt').read()", success("b"))
 
 	// Ending the MCP session (DELETE /mcp, or the end of the SSE stream) ends its Python sessions.

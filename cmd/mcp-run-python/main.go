@@ -207,6 +207,11 @@ func serve(ctx context.Context, cfg config.Config, o transport.Options, p transp
 	case config.ModeStreamableHTTPStateless:
 		kind = transport.StreamableHTTPStateless
 	}
+	a, err := newAuth(ctx, cfg, kind.Path(), o.Log)
+	if err != nil {
+		return err
+	}
+	o.Auth, o.TLSCert, o.TLSKey = a, cfg.TLSCert, cfg.TLSKey
 	fe, err := transport.NewHTTPFrontEnd(kind, o)
 	if err != nil {
 		return fmt.Errorf("mode %q: %w", cfg.Mode, err)
@@ -217,7 +222,15 @@ func serve(ctx context.Context, cfg config.Config, o transport.Options, p transp
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	fmt.Fprintf(std.err, "mcp-run-python %s: serving %s at http://%s%s\n", o.Version, cfg.Mode, ln.Addr(), kind.Path())
+	scheme := "http"
+	if fe.TLS() {
+		scheme = "https"
+	}
+	fmt.Fprintf(std.err, "mcp-run-python %s: serving %s at %s://%s%s\n", o.Version, cfg.Mode, scheme, ln.Addr(), kind.Path())
+	if a == nil && !isLoopback(cfg.Host) {
+		o.Log.Warn("ANYONE WHO CAN REACH " + ln.Addr().String() + " CAN RUN CODE HERE: no authentication on an address other machines reach; " +
+			"set --oauth-issuer or --auth-token-file, or listen on 127.0.0.1 behind an authenticating proxy")
+	}
 	return transport.ServeHTTP(ctx, ln, fe, o.Log)
 }
 

@@ -81,12 +81,12 @@ func defaultConfig() Config {
 			QueueTimeout: 30 * time.Second,
 
 			MaxCallsPerPrincipal: 1,
-			CodeLimit:    1 << 20,
-			Grace:        2 * time.Second,
-			StartTimeout: supervisor.DefaultStartTimeout,
-			Files:        true,
-			FilesLimit:   supervisor.DefaultFilesLimit,
-			MountLimits:  mount.Limits{MaxBytes: supervisor.DefaultMountBytes, MaxFiles: supervisor.DefaultMountFiles},
+			CodeLimit:            1 << 20,
+			Grace:                2 * time.Second,
+			StartTimeout:         supervisor.DefaultStartTimeout,
+			Files:                true,
+			FilesLimit:           supervisor.DefaultFilesLimit,
+			MountLimits:          mount.Limits{MaxBytes: supervisor.DefaultMountBytes, MaxFiles: supervisor.DefaultMountFiles},
 		},
 		ShutdownTimeout: 10 * time.Second,
 		Limits: transport.Limits{

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/auth"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/filestore"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/render"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/sessions"
@@ -117,7 +118,8 @@ func (h *runPythonCodeHandler) handle(ctx context.Context, req mcp.CallToolReque
 	defer leave()
 	ctx, cancel := withSessionCancel(ctx)
 	defer cancel()
-	run := supervisor.Request{Code: args.code, Globals: args.globals, OnLine: h.lineSink(ctx)}
+	principal, _ := auth.PrincipalFrom(ctx)
+	run := supervisor.Request{Code: args.code, Globals: args.globals, OnLine: h.lineSink(ctx), Principal: string(principal)}
 	owner := h.owners.of(ctx)
 	var res supervisor.Result
 	if args.session != "" {

@@ -104,7 +104,7 @@ func TestPoolErrorsAreToolErrors(t *testing.T) {
 		want string
 	}{
 		{"full", "the server is busy: get a worker: all workers are busy and the queue of waiting calls is full; try again later"},
-		{"waited", "the server is busy: get a worker: no worker became free within the queue timeout; try again later"},
+		{"waited", "the server is busy: get a worker: no worker was free in time; try again later"},
 		{"no deno", "prepare the runtime: deno not found"},
 	}
 	for _, tt := range tests {

@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
 
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/auth"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/filestore"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/render"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/sessions"
@@ -118,15 +119,17 @@ type owners struct{ perSession bool }
 // of is the owner of the request in ctx: its MCP session ("stdio" over
 // stdio), or "" where the id of a session or file is its own capability:
 // the stateless transport, whose clients can claim any session id, and
-// clients of the 2026-07-28 protocol, which have none.
+// clients of the 2026-07-28 protocol, which have none. Where callers
+// authenticate, the latter are owned by the request's principal instead; an
+// MCP session is its principal's alone already (the transport sees to it).
 func (o owners) of(ctx context.Context) string {
-	if !o.perSession {
-		return ""
+	if o.perSession {
+		if s := server.ClientSessionFromContext(ctx); s != nil {
+			return s.SessionID()
+		}
 	}
-	if s := server.ClientSessionFromContext(ctx); s != nil {
-		return s.SessionID()
-	}
-	return ""
+	p, _ := auth.PrincipalFrom(ctx)
+	return string(p)
 }
 
 // describeTools sets the descriptions that depend on the runtime on the

@@ -25,8 +25,10 @@ const sessionIDPrefix = "mcp-session-"
 type sessionIDs struct {
 	max int // 0: no cap
 
-	mu   sync.Mutex
-	live map[string]struct{}
+	mu sync.Mutex
+	// live maps each live session to the principal that started it ("" for
+	// none: no authentication).
+	live map[string]string
 	// reserved counts the initialize requests admitted whose session has
 	// not started yet; each may add one.
 	reserved int
@@ -35,14 +37,17 @@ type sessionIDs struct {
 // reservation is the room an admitted initialize request holds for its
 // session; done (guarded by sessionIDs.mu) once the session has started or
 // the request has ended without one.
-type reservation struct{ done bool }
+type reservation struct {
+	done      bool
+	principal string // who asked: the session's owner
+}
 
 // reservationKey is the context key of a request's *reservation.
 type reservationKey struct{}
 
 // newSessionIDs returns a manager with a cap of max sessions (0: none).
 func newSessionIDs(max int) *sessionIDs {
-	return &sessionIDs{max: max, live: map[string]struct{}{}}
+	return &sessionIDs{max: max, live: map[string]string{}}
 }
 
 // ResolveSessionIdManager implements server.SessionIdManagerResolver: the
@@ -76,7 +81,10 @@ func (s *sessionIDs) generate(res *reservation) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.end(res)
-	s.live[id] = struct{}{}
+	s.live[id] = ""
+	if res != nil {
+		s.live[id] = res.principal
+	}
 	return id
 }
 
@@ -113,6 +121,14 @@ func (s *sessionIDs) isLive(id string) bool {
 	return ok
 }
 
+// ownedBy reports whether id names a live session that principal started.
+func (s *sessionIDs) ownedBy(id, principal string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	owner, ok := s.live[id]
+	return ok && owner == principal
+}
+
 // count returns the number of live sessions.
 func (s *sessionIDs) count() int {
 	s.mu.Lock()
@@ -131,7 +147,7 @@ func (s *sessionIDs) reserve(r *http.Request) (*http.Request, *reservation, bool
 		return r, nil, false
 	}
 	s.reserved++
-	res := &reservation{}
+	res := &reservation{principal: principalOf(r)}
 	return r.WithContext(context.WithValue(r.Context(), reservationKey{}, res)), res, true
 }
 
@@ -254,6 +270,15 @@ func (s *sseStreams) unregister(id string, st *sseStream) {
 	if s.byID[id] == st {
 		delete(s.byID, id)
 	}
+}
+
+// ownedBy reports whether id names the stream of a session that principal
+// started.
+func (s *sseStreams) ownedBy(id, principal string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.byID[id]
+	return ok && st.principal == principal
 }
 
 // message records a message from the client of session id.

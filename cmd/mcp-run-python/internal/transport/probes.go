@@ -42,10 +42,10 @@ type Probes struct {
 	Log     *zap.Logger
 }
 
-// handler returns next with /healthz, /readyz and /metrics added. The
-// metrics of next's own (those of an HTTP front end's limits) join the
-// others.
-func (p Probes) handler(next http.Handler) http.Handler {
+// handler returns next with /healthz, /readyz and /metrics added, /metrics
+// wrapped by protect when it is not nil. The metrics of next's own (those
+// of an HTTP front end's limits) join the others.
+func (p Probes) handler(next http.Handler, protect func(http.Handler) http.Handler) http.Handler {
 	if m, ok := next.(interface{ collectors() []prometheus.Collector }); ok {
 		for _, c := range m.collectors() {
 			if err := p.Metrics.Register(c); err != nil {
@@ -56,10 +56,14 @@ func (p Probes) handler(next http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+healthzPath, p.healthz)
 	mux.HandleFunc("GET "+readyzPath, p.readyz)
-	mux.Handle("GET "+metricsPath, promhttp.HandlerFor(p.Metrics, promhttp.HandlerOpts{
+	var metrics http.Handler = promhttp.HandlerFor(p.Metrics, promhttp.HandlerOpts{
 		ErrorLog:      zap.NewStdLog(p.Log),
 		ErrorHandling: promhttp.ContinueOnError,
-	}))
+	})
+	if protect != nil {
+		metrics = protect(metrics)
+	}
+	mux.Handle("GET "+metricsPath, metrics)
 	mux.Handle("/", next)
 	return mux
 }

@@ -60,7 +60,7 @@ func TestProbeEndpoints(t *testing.T) {
 	mcpHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "mcp "+r.Method+" "+r.URL.Path)
 	})
-	ts := httptest.NewServer(Probes{Health: health.Health, Metrics: reg, Calls: calls, Log: zap.NewNop()}.handler(mcpHandler))
+	ts := httptest.NewServer(Probes{Health: health.Health, Metrics: reg, Calls: calls, Log: zap.NewNop()}.handler(mcpHandler, nil))
 	t.Cleanup(ts.Close)
 
 	tests := []struct {

@@ -7,6 +7,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,6 +51,11 @@ type Options struct {
 	// Limits bound what callers can make the front end hold; nil means the
 	// defaults for CodeLimit.
 	Limits *Limits
+	// Auth is who may call the HTTP modes; nil lets anyone.
+	Auth *Auth
+	// TLSCert and TLSKey are the PEM files of the HTTP modes' certificate
+	// (chain included) and key; empty for plain HTTP.
+	TLSCert, TLSKey string
 }
 
 // frontEndLimits returns o.Limits, or the defaults when it is nil.
@@ -138,6 +144,10 @@ type HTTPFrontEnd struct {
 	// front holds the limits that ServeHTTP applies to every connection and
 	// request, and what they count.
 	front *frontEnd
+	// protectMetrics puts /metrics behind the tokens; nil leaves it open.
+	protectMetrics func(http.Handler) http.Handler
+	// tls is the server's TLS configuration; nil for plain HTTP.
+	tls *tls.Config
 }
 
 // Kind is one of the HTTP transports; the command line's HTTP modes name
@@ -162,24 +172,44 @@ func (k Kind) Path() string {
 	return streamablePath
 }
 
-// NewHTTPFrontEnd builds the handler of kind.
+// NewHTTPFrontEnd builds the handler of kind, behind o.Auth's tokens, and
+// loads o's certificate.
 func NewHTTPFrontEnd(kind Kind, o Options) (*HTTPFrontEnd, error) {
+	g, err := newGuard(o.Auth, o.Log)
+	if err != nil {
+		return nil, err
+	}
+	var fe *HTTPFrontEnd
 	switch kind {
 	case SSE:
-		return newSSEFrontEnd(o), nil
+		fe = newSSEFrontEnd(o)
 	case StreamableHTTP:
-		return newStreamableFrontEnd(o, false), nil
+		fe = newStreamableFrontEnd(o, false)
 	case StreamableHTTPStateless:
-		return newStreamableFrontEnd(o, true), nil
+		fe = newStreamableFrontEnd(o, true)
+	default:
+		return nil, fmt.Errorf("no HTTP transport of kind %d", kind)
 	}
-	return nil, fmt.Errorf("no HTTP transport of kind %d", kind)
+	fe.handler = frontHandler{Handler: g.mcp(fe.handler), front: fe.front}
+	fe.protectMetrics = g.metrics
+	if o.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("TLS certificate: %w", err)
+		}
+		fe.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	return fe, nil
 }
 
 // AddProbes serves p's endpoints beside MCP; the program adds them to every
 // HTTP mode.
 func (fe *HTTPFrontEnd) AddProbes(p Probes) {
-	fe.handler = p.handler(fe.handler)
+	fe.handler = p.handler(fe.handler, fe.protectMetrics)
 }
+
+// TLS reports whether fe serves HTTPS.
+func (fe *HTTPFrontEnd) TLS() bool { return fe.tls != nil }
 
 // frontHandler is the handler of Streamable HTTP. It carries the front
 // end's metrics to Probes.handler, which registers them with the others, as
@@ -288,7 +318,7 @@ func (h *sseHandler) serveStream(w http.ResponseWriter, r *http.Request) {
 	defer h.streams.release()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	stream := &sseStream{ResponseWriter: w, flusher: f, pending: h.pending}
+	stream := &sseStream{ResponseWriter: w, flusher: f, pending: h.pending, principal: principalOf(r)}
 	h.streams.watchIdle(stream, cancel)
 	defer stream.stopIdle()
 	r = r.WithContext(context.WithValue(ctx, sseStreamKey{}, stream))
@@ -308,6 +338,13 @@ func (h *sseHandler) serveMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	session := r.URL.Query().Get("sessionId")
+	if session != "" && !h.streams.ownedBy(session, principalOf(r)) {
+		// Another principal's session is, to this one, no session at all.
+		q := r.URL.Query()
+		q.Set("sessionId", unknownSessionID())
+		r.URL.RawQuery = q.Encode()
+		session = ""
+	}
 	h.streams.message(session)
 	key, ok := requestKey(body)
 	if !ok {
@@ -341,6 +378,8 @@ type sseStream struct {
 	watched    bool
 	greeted    atomic.Bool  // the client has sent a message
 	lastActive atomic.Int64 // when, in Unix nanoseconds, once greeted
+
+	principal string // who opened it: its session's owner
 
 	mu      sync.Mutex
 	session string
@@ -655,6 +694,10 @@ func (h *streamableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeMethodNotAllowed(w)
 		return
 	}
+	if id := r.Header.Get(server.HeaderKeySessionID); id != "" && !h.stateless && !h.ids.ownedBy(id, principalOf(r)) {
+		// Another principal's session is, to this one, no session at all.
+		r.Header.Set(server.HeaderKeySessionID, unknownSessionID())
+	}
 	if !h.stateless && r.Method == http.MethodGet && !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
 		var st *listenStream
 		if r, st = h.serveListen(w, r); st == nil {
@@ -782,7 +825,12 @@ func ServeHTTP(ctx context.Context, ln net.Listener, fe *HTTPFrontEnd, log *zap.
 		ErrorLog:          zap.NewStdLog(log),
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(conns) }()
+	if fe.tls != nil {
+		srv.TLSConfig = fe.tls
+		go func() { served <- srv.ServeTLS(conns, "", "") }()
+	} else {
+		go func() { served <- srv.Serve(conns) }()
+	}
 	select {
 	case err := <-served:
 		return fmt.Errorf("serve http: %w", err)
