@@ -66,6 +66,7 @@ type pool struct {
 	// weighted mean): a call with n calls before it waits about n+1 times it.
 	perPlace time.Duration
 
+	started  bool  // a worker has started: the pool serves
 	failures int   // consecutive failed starts
 	lastErr  error // of the last failed start
 	retrying bool  // a backoff timer is pending; no starts until it fires
@@ -359,6 +360,7 @@ func (p *pool) startOne() {
 	if p.failures > 0 {
 		p.log.Info("workers start again", zap.Int("after_failures", p.failures))
 	}
+	p.started = true
 	p.failures, p.lastErr, p.backoff = 0, nil, 0
 	p.offer(w)
 	p.wg.Go(func() { p.watchIdle(w) })
@@ -398,9 +400,12 @@ func (p *pool) health() Health {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h := Health{Warm: len(p.warm), Busy: p.busy, Starting: p.starting, Waiting: len(p.waiters)}
-	h.Ready = h.Warm > 0
+	if h.Warm == 0 {
+		h.Wait = time.Duration(h.Waiting+1) * p.perPlace
+	}
 	if p.failures > 0 && h.Warm+h.Busy == 0 {
 		h.Err = p.lastErr.Error()
 	}
+	h.Ready = p.started && h.Err == "" && (p.cfg.QueueTimeout <= 0 || h.Wait <= p.cfg.QueueTimeout)
 	return h
 }

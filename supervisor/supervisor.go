@@ -148,7 +148,12 @@ type Health struct {
 	Starting int // workers booting
 	Waiting  int // calls waiting for a worker
 	Sessions int // workers of live sessions, outside the pool
-	// Ready reports that a call would get a warm worker at once.
+	// Wait is how long a new call would wait for a worker, estimated from
+	// the recent waits; 0 when one is warm.
+	Wait time.Duration
+	// Ready reports that the pool serves calls: a worker has started,
+	// workers can start, and a new call would wait no longer than
+	// Config.QueueTimeout.
 	Ready bool
 	// Err says why workers cannot be started, while none can.
 	Err string

@@ -30,7 +30,7 @@ func TestRunServesProbes(t *testing.T) {
 				t.Errorf("healthz: %d %q", status, body)
 			}
 			e.SetHealth(supervisor.Health{Starting: 2})
-			if status, _, body := mcptest.Get(t, p.url+"/readyz"); status != 503 || !strings.HasPrefix(body, "not ready: no warm worker") {
+			if status, _, body := mcptest.Get(t, p.url+"/readyz"); status != 503 || !strings.HasPrefix(body, "not ready: no worker has started yet") {
 				t.Errorf("readyz while starting: %d %q", status, body)
 			}
 			e.SetHealth(supervisor.Health{Err: "cannot run deno"})

@@ -19,11 +19,12 @@ func TestStaticTokensFileMode(t *testing.T) {
 		{0o600, true},
 		{0o400, true},
 		{0o700, true},
-		{0o640, false},
+		{0o640, true}, // a Kubernetes Secret with fsGroup
+		{0o440, true},
 		{0o604, false},
 		{0o620, false},
 		{0o602, false},
-		{0o610, false},
+		{0o610, true},
 		{0o644, false},
 	}
 	for _, tt := range tests {

@@ -39,8 +39,8 @@ type staticToken struct {
 
 // NewStaticTokens reads the tokens in the file at path: one a line, with
 // surrounding white space, blank lines and lines starting with # ignored.
-// The file must hold a token and, on Unix, be private to its owner. log
-// may be nil.
+// The file must hold a token and, on Unix, be readable by no one but its
+// owner and its group, and writable by its owner only. log may be nil.
 func NewStaticTokens(path string, log *zap.Logger) (*StaticTokens, error) {
 	if log == nil {
 		log = zap.NewNop()

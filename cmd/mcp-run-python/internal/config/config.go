@@ -285,7 +285,7 @@ func newFlagSet(v *flagValues, goos string) *pflag.FlagSet {
 	fs.Var(newCheckedString(&v.oauthIssuer, "", checkOptionalHTTPURL), "oauth-issuer", "accept the OAuth access tokens of this authorization server (its issuer URL) in the HTTP modes; needs --oauth-audience")
 	fs.StringVar(&v.oauthAudience, "oauth-audience", "", "the audience those tokens must name: this server")
 	fs.Var(&listFlag{&v.oauthScopes, parseScopes}, "oauth-scopes", "comma-separated scopes those tokens must grant")
-	fs.StringVar(&v.authTokenFile, "auth-token-file", "", "accept the bearer tokens in this file, one a line, in the HTTP modes (re-read on SIGHUP; readable by its owner only)")
+	fs.StringVar(&v.authTokenFile, "auth-token-file", "", "accept the bearer tokens in this file, one a line, in the HTTP modes (re-read on SIGHUP; readable by its owner and group only)")
 	fs.Var(newCheckedString(&v.publicURL, "", checkOptionalHTTPURL), "public-url", "the MCP endpoint's URL as clients reach it, named in the OAuth metadata (default: from --host, --port and TLS)")
 	fs.BoolVar(&v.metricsAuth, "metrics-auth", false, "serve /metrics only with a token, like MCP (/healthz and /readyz never need one)")
 	fs.StringVar(&v.tlsCert, "tls-cert", "", "serve the HTTP modes over TLS with this certificate (PEM, chain included); needs --tls-key")

@@ -716,8 +716,12 @@ func TestKubernetesDeployment(t *testing.T) {
 		volumes := map[string]corev1.Volume{}
 		for _, v := range spec.Volumes {
 			volumes[v.Name] = v
+			if v.Secret != nil && v.VolumeSource == (corev1.VolumeSource{Secret: v.Secret}) {
+				checkTokenSecret(t, v, c, cfg)
+				continue
+			}
 			if v.EmptyDir == nil || v.VolumeSource != (corev1.VolumeSource{EmptyDir: v.EmptyDir}) {
-				t.Errorf("volume %s is not an emptyDir alone: the pod should hold no state of its own", v.Name)
+				t.Errorf("volume %s is not an emptyDir alone (or the token Secret): the pod should hold no state of its own", v.Name)
 			} else if v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.IsZero() {
 				t.Errorf("volume %s has no sizeLimit", v.Name)
 			}
@@ -1282,4 +1286,27 @@ func TestDockerfile(t *testing.T) {
 			}
 		}
 	})
+}
+
+// checkTokenSecret checks the Secret volume v of container c: mounted
+// read-only where --auth-token-file points, with a mode the server accepts
+// (no access for others, no writing for the group).
+func checkTokenSecret(t *testing.T, v corev1.Volume, c corev1.Container, cfg Config) {
+	t.Helper()
+	if cfg.Auth.TokenFile == "" {
+		t.Errorf("Secret volume %s, but no --auth-token-file", v.Name)
+		return
+	}
+	if m := v.Secret.DefaultMode; m == nil || *m&0o027 != 0 {
+		t.Errorf("Secret volume %s: defaultMode %v lets others read or the group write; the server refuses such a token file", v.Name, m)
+	}
+	for _, m := range c.VolumeMounts {
+		if m.Name == v.Name {
+			if !m.ReadOnly || !strings.HasPrefix(cfg.Auth.TokenFile, strings.TrimSuffix(m.MountPath, "/")+"/") {
+				t.Errorf("Secret volume %s is mounted at %s (read-only %v); --auth-token-file is %s", v.Name, m.MountPath, m.ReadOnly, cfg.Auth.TokenFile)
+			}
+			return
+		}
+	}
+	t.Errorf("Secret volume %s is not mounted", v.Name)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -73,8 +74,9 @@ func (p Probes) healthz(w http.ResponseWriter, _ *http.Request) {
 	writeProbe(w, http.StatusOK, "ok")
 }
 
-// readyz answers 200 when a call would get a warm worker at once, else 503
-// with the reason.
+// readyz answers 200 while the server takes calls (see
+// supervisor.Health.Ready: busy workers are no reason to send calls
+// elsewhere, a queue past its bound is), else 503 with the reason.
 func (p Probes) readyz(w http.ResponseWriter, _ *http.Request) {
 	if ready, text := readiness(p.Health(), isClosed(p.Calls.Closed())); ready {
 		writeProbe(w, http.StatusOK, text)
@@ -94,8 +96,10 @@ func readiness(h supervisor.Health, shuttingDown bool) (bool, string) {
 		return true, "ready: " + pool
 	case h.Err != "":
 		return false, "not ready: workers cannot start: " + oneLine(h.Err)
+	case h.Warm+h.Busy == 0:
+		return false, "not ready: no worker has started yet (" + pool + ")"
 	}
-	return false, "not ready: no warm worker (" + pool + ")"
+	return false, fmt.Sprintf("not ready: a call would wait about %s (%s)", h.Wait.Round(100*time.Millisecond), pool)
 }
 
 // oneLine joins the lines of s, and collapses its runs of white space, so
