@@ -146,3 +146,29 @@ func BenchmarkLoad(b *testing.B) {
 		report(b, name("throughput"), float64(len(res.latencies))/res.elapsed.Seconds(), "calls/s", "")
 	}
 }
+
+// TestLoadFairShare: one principal's burst cannot take every worker. Alice
+// sends four two-second calls at once on 2 workers; Bob's call a moment
+// later runs at once on the worker her share leaves, rather than after her
+// queue.
+func TestLoadFairShare(t *testing.T) {
+	s := setup(t)
+	const aliceToken, bobToken = "alice-fair-0123456789abcdef01234", "bob-fair-0123456789abcdef0123456"
+	file := filepath.Join(t.TempDir(), "tokens")
+	writeTokens(t, file, aliceToken, bobToken)
+	tg := startTarget(t, s, modeStateless, "--workers", "2", "--auth-token-file", file)
+	alice, bob := tg.as(aliceToken).connect(t), tg.as(bobToken).connect(t)
+	bob.expectWorks(t) // both workers warm again after this
+	time.Sleep(time.Second)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { alice.callTool(t, map[string]any{"python_code": "import time\ntime.sleep(2)"}) })
+	}
+	time.Sleep(300 * time.Millisecond) // her calls are in
+	start := time.Now()
+	bob.expectRun(t, "1+1", "<status>success</status>\n<return_value>\n2\n</return_value>")
+	if took := time.Since(start); took > 1500*time.Millisecond {
+		t.Errorf("bob's call took %s behind alice's burst, want it served at once on the worker her share leaves", took)
+	}
+	wg.Wait()
+}
