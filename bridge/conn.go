@@ -1,10 +1,13 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"sync"
 
 	"github.com/coder/websocket"
@@ -209,10 +212,14 @@ func (c *Conn) Imports(ctx context.Context, code string) ([]string, error) {
 	return m.Names, nil
 }
 
-// Wheel is a package file to install into a worker's interpreter.
+// Wheel is a file to send to a worker: a package file to install, or a
+// file to put. Its bytes are Data, or when Path is set the file there,
+// which is read as it is sent, a chunk at a time (File.Size must be its
+// size).
 type Wheel struct {
 	File
 	Data []byte
+	Path string
 }
 
 // Install sends wheels to the worker, which unpacks them into its
@@ -232,13 +239,17 @@ func (c *Conn) send(ctx context.Context, frame Message, files []Wheel) error {
 	frame.Files = make([]File, len(files))
 	for i, f := range files {
 		frame.Files[i] = f.File
+		if f.Path == "" {
+			frame.Files[i].Size = int64(len(f.Data))
+		}
 	}
 	if err := c.write(ctx, frame); err != nil {
 		return err
 	}
-	for _, f := range files {
-		if err := c.ws.Write(ctx, websocket.MessageBinary, f.Data); err != nil {
-			return failure(ctx, err)
+	buf := make([]byte, ChunkSize)
+	for i, f := range files {
+		if err := c.sendFile(ctx, f, frame.Files[i].Size, buf); err != nil {
+			return err
 		}
 	}
 	m, err := c.read(ctx)
@@ -258,14 +269,46 @@ func (c *Conn) send(ctx context.Context, frame Message, files []Wheel) error {
 	return nil
 }
 
+// sendFile sends the size bytes of f in chunks, through buf.
+func (c *Conn) sendFile(ctx context.Context, f Wheel, size int64, buf []byte) error {
+	var r io.Reader = bytes.NewReader(f.Data)
+	if f.Path != "" {
+		file, err := os.Open(f.Path)
+		if err != nil {
+			return fmt.Errorf("bridge: send %s: %w", f.Name, err)
+		}
+		defer file.Close()
+		r = file
+	}
+	for sent := int64(0); sent < size; {
+		n, err := io.ReadFull(r, buf[:min(int64(len(buf)), size-sent)])
+		if err != nil {
+			// A file shorter than announced: the worker would wait for
+			// the rest, so the connection cannot go on.
+			c.Close()
+			return fmt.Errorf("bridge: send %s: %w", f.Name, err)
+		}
+		if err := c.ws.Write(ctx, websocket.MessageBinary, buf[:n]); err != nil {
+			return failure(ctx, err)
+		}
+		sent += int64(n)
+	}
+	return nil
+}
+
 // Interrupt asks the worker to raise KeyboardInterrupt in the running code.
 // It is safe to call while Run is reading.
 func (c *Conn) Interrupt(ctx context.Context) error {
 	return c.write(ctx, Message{Type: TypeInterrupt})
 }
 
-// Snapshot waits for the memory snapshot a worker started to make one sends.
-func (c *Conn) Snapshot(ctx context.Context) ([]byte, error) {
+// Snapshot asks a worker started to make a memory snapshot for it, after
+// importing modules (best effort: a module that fails to import is left
+// out), and returns it.
+func (c *Conn) Snapshot(ctx context.Context, modules []string) ([]byte, error) {
+	if err := c.write(ctx, Message{Type: TypeSnapshot, Names: modules}); err != nil {
+		return nil, err
+	}
 	return c.readBinary(ctx)
 }
 

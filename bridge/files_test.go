@@ -142,7 +142,7 @@ func TestPutAnnouncesPathsThenBytes(t *testing.T) {
 		got <- m.Dirs[0] + " " + m.Files[0].Name + "=" + string(b)
 		send(t, ws, Message{Type: TypePut, Error: "disk full"})
 	}()
-	err := c.Put(context.Background(), []string{"/data"}, []Wheel{{File{Name: "/data/a.csv"}, []byte("1,2")}})
+	err := c.Put(context.Background(), []string{"/data"}, []Wheel{{File: File{Name: "/data/a.csv"}, Data: []byte("1,2")}})
 	if s := <-got; s != "/data /data/a.csv=1,2" {
 		t.Errorf("worker saw %q", s)
 	}

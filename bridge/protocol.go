@@ -4,10 +4,10 @@ import "encoding/json"
 
 // The wire protocol between the supervisor and a worker process.
 //
-// Every frame is one JSON object with a "type" field, except two kinds of
-// binary frame: the memory snapshot, which a worker started to make one
-// sends on its own once connected, and the wheels that follow an install
-// frame. A worker's first frame is
+// Every frame is one JSON object with a "type" field, except the binary
+// frames: the memory snapshot, which a worker started to make one sends
+// when asked, and the bytes of the files that follow an install, a put or
+// a files frame. A worker's first frame is
 // always a Hello carrying its one-time secret; nothing else is read from a
 // connection that has not proved who it is.
 
@@ -47,6 +47,10 @@ const (
 	// images it made; the bytes of every change that is not deleted or
 	// omitted, then of every figure, follow as binary frames, in order.
 	TypeFiles = "files"
+	// TypeSnapshot (Go → worker) asks a worker started to make a memory
+	// snapshot, once ready (and given its packages by install frames), to
+	// import the modules Names and send the snapshot as one binary frame.
+	TypeSnapshot = "snapshot"
 )
 
 // Stream names the standard stream a line was printed to.
@@ -135,4 +139,11 @@ type File struct {
 	// InstallDir is where Pyodide unpacks it, as its lock file says: "site"
 	// (site-packages, the default), "stdlib" or "dynlib" (shared libraries).
 	InstallDir string `json:"install_dir,omitempty"`
+	// Size is its length in bytes. Go → worker, the bytes follow in binary
+	// frames of at most ChunkSize bytes, a file's before the next one's, so
+	// that no frame is larger than that however large the file.
+	Size int64 `json:"size"`
 }
+
+// ChunkSize is the largest binary frame that carries a file to a worker.
+const ChunkSize = 1 << 20

@@ -1,11 +1,14 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -278,6 +281,13 @@ func TestSecretsAreUnique(t *testing.T) {
 
 func TestInstallSendsAnnouncedWheelsInOrder(t *testing.T) {
 	ws, c := handshake(t)
+	ws.SetReadLimit(ChunkSize)
+	// A file from disk over two chunks and a half, one in memory, an empty one.
+	big := bytes.Repeat([]byte("0123456789abcdef"), ChunkSize*5/2/16)
+	path := filepath.Join(t.TempDir(), "b.zip")
+	if err := os.WriteFile(path, big, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	got := make(chan []string, 1)
 	go func() {
 		_, data, err := ws.Read(context.Background())
@@ -288,25 +298,32 @@ func TestInstallSendsAnnouncedWheelsInOrder(t *testing.T) {
 		}
 		var frames []string
 		for _, f := range m.Files {
-			frames = append(frames, f.Name+":"+f.InstallDir)
-		}
-		for range m.Files {
-			typ, b, err := ws.Read(context.Background())
-			if err != nil || typ != websocket.MessageBinary {
-				got <- nil
-				return
+			frames = append(frames, fmt.Sprintf("%s:%s:%d", f.Name, f.InstallDir, f.Size))
+			var whole []byte
+			for int64(len(whole)) < f.Size {
+				typ, b, err := ws.Read(context.Background())
+				if err != nil || typ != websocket.MessageBinary || len(b) > ChunkSize {
+					got <- nil
+					return
+				}
+				whole = append(whole, b...)
 			}
-			frames = append(frames, string(b))
+			if bytes.Equal(whole, big) {
+				whole = []byte("big")
+			}
+			frames = append(frames, string(whole))
 		}
 		got <- frames
 		send(t, ws, Message{Type: TypeInstalled, Error: "bad wheel"})
 	}()
 	err := c.Install(context.Background(), []Wheel{
-		{File{Name: "a.whl", InstallDir: "site"}, []byte("A")},
-		{File{Name: "b.zip", InstallDir: "dynlib"}, []byte("B")},
+		{File: File{Name: "a.whl", InstallDir: "site"}, Data: []byte("A")},
+		{File: File{Name: "b.zip", InstallDir: "dynlib", Size: int64(len(big))}, Path: path},
+		{File: File{Name: "c.whl"}},
 	})
-	if frames := <-got; strings.Join(frames, ",") != "a.whl:site,b.zip:dynlib,A,B" {
-		t.Errorf("worker saw %q", frames)
+	want := fmt.Sprintf("a.whl:site:1,A,b.zip:dynlib:%d,big,c.whl::0,", len(big))
+	if frames := <-got; strings.Join(frames, ",") != want {
+		t.Errorf("worker saw %q, want %q", frames, want)
 	}
 	if err == nil || !strings.Contains(err.Error(), "bad wheel") {
 		t.Errorf("Install = %v, want the worker's error", err)

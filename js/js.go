@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"sync"
 )
 
 // Entry is the file deno runs.
@@ -25,10 +26,11 @@ func Files() fs.FS { return files }
 
 // Version identifies this build of the worker program: a snapshot or runtime
 // directory made by another build is never reused.
-func Version() string { return version }
+func Version() string { return version() }
 
-// version is computed once: the embedded files never change.
-var version = hashFiles()
+// version hashes the files once, when first asked: not at init, which every
+// start of the program waits for.
+var version = sync.OnceValue(hashFiles)
 
 func hashFiles() string {
 	h := sha256.New()

@@ -111,13 +111,59 @@ class LineSplitter {
   }
 }
 
+/**
+ * Runs load with every wasm instance it makes given at least bytes of
+ * memory as soon as it exists. A snapshot holds the whole wasm memory, and
+ * one taken after imports that grew it (a snapshot with --deps loaded) is
+ * larger than a fresh instance's: Pyodide copies it into the fresh memory
+ * without growing that first, and fails. Its module exports its memory, so
+ * only the instantiation can be reached to grow it, before Emscripten makes
+ * its views of the memory.
+ */
+async function withMemory<T>(bytes: number, load: () => Promise<T>): Promise<T> {
+  const grow = (result: WebAssembly.WebAssemblyInstantiatedSource) => {
+    const memory = result.instance.exports.memory;
+    if (memory instanceof WebAssembly.Memory && memory.buffer.byteLength < bytes) {
+      memory.grow(Math.ceil((bytes - memory.buffer.byteLength) / 65536));
+    }
+    return result;
+  };
+  const { instantiate, instantiateStreaming } = WebAssembly;
+  // deno-lint-ignore no-explicit-any
+  const wasm = WebAssembly as any;
+  // deno-lint-ignore no-explicit-any
+  wasm.instantiate = async (...args: any[]) => {
+    const result = await (instantiate as (...a: unknown[]) => Promise<unknown>)(...args);
+    return result instanceof WebAssembly.Instance
+      ? result
+      : grow(result as WebAssembly.WebAssemblyInstantiatedSource);
+  };
+  // deno-lint-ignore no-explicit-any
+  wasm.instantiateStreaming = async (...args: any[]) =>
+    grow(
+      await (instantiateStreaming as (
+        ...a: unknown[]
+      ) => Promise<WebAssembly.WebAssemblyInstantiatedSource>)(...args),
+    );
+  try {
+    return await load();
+  } finally {
+    wasm.instantiate = instantiate;
+    wasm.instantiateStreaming = instantiateStreaming;
+  }
+}
+
 async function load(init: Init): Promise<{ py: PyodideAPI; restored: boolean }> {
   const { loadPyodide } = await import(`file://${init.pyodide}/pyodide.mjs`);
   const indexURL = `${init.pyodide}/`;
   if (init.snapshot && !init.makeSnapshot) {
     try {
       const bytes = Deno.readFileSync(init.snapshot);
-      return { py: await loadPyodide({ indexURL, _loadSnapshot: bytes }), restored: true };
+      const py: PyodideAPI = await withMemory(
+        bytes.length,
+        () => loadPyodide({ indexURL, _loadSnapshot: bytes }),
+      );
+      return { py, restored: true };
     } catch (e) {
       // A stale or damaged snapshot must not take the service down: a plain
       // load is slower but always works.
@@ -137,19 +183,58 @@ del _m, _mcp_source
   return { py, restored: false };
 }
 
-async function serve(init: Init) {
-  const { py, restored } = await load(init);
-  if (init.makeSnapshot) {
-    // One throwaway run and install first: the code paths and imports of a
-    // run and of an install are then part of the snapshot, and every call
-    // skips their first-use costs.
-    await py.runPythonAsync(`import _mcp_runner, platform
+/**
+ * Makes the memory snapshot: after a throwaway run and install (the code
+ * paths and imports of a run and of an install are then part of the
+ * snapshot, and every call skips their first-use costs), it reports ready,
+ * takes the packages that install frames bring, and on the snapshot frame
+ * imports the modules it names and sends the snapshot. Those modules are
+ * then loaded in every interpreter restored from it; the files of their
+ * packages, which live outside the wasm memory, are installed again there.
+ */
+async function snapshot(py: PyodideAPI) {
+  const python = await py.runPythonAsync(`import _mcp_runner, platform
 _mcp_runner.warm_install()
 await _mcp_runner.run("import asyncio\\nawait asyncio.sleep(0)\\n1 + 1")
 platform.python_version()`);
-    send(py.makeMemorySnapshot());
-    return;
-  }
+  send(JSON.stringify({ type: "ready", python }));
+  let incoming: Incoming | null = null;
+  self.onmessage = async (e: MessageEvent<string | Uint8Array>) => {
+    if (e.data instanceof Uint8Array) {
+      if (!incoming) return fatal("a binary frame arrived unannounced");
+      if (!incoming.add(e.data)) return;
+    } else {
+      const msg = JSON.parse(e.data);
+      if (msg.type === "snapshot") {
+        try {
+          // Best effort: a call that imports a module that failed sees why.
+          py.runPython(`def _mcp_import(names):
+    import importlib
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except BaseException:
+            pass
+_mcp_import(${JSON.stringify(msg.names ?? [])})
+del _mcp_import`);
+          return send(py.makeMemorySnapshot());
+        } catch (e) {
+          return fatal(e);
+        }
+      }
+      if (msg.type !== "install") return fatal(`unexpected frame ${msg.type}`);
+      incoming = new Incoming("install", msg.files ?? [], []);
+      if (!incoming.complete) return;
+    }
+    const { files, data } = incoming!;
+    incoming = null;
+    send(await install(py, files, data));
+  };
+}
+
+async function serve(init: Init) {
+  const { py, restored } = await load(init);
+  if (init.makeSnapshot) return await snapshot(py);
   const budget = new Budget(init.outputLimit || Infinity);
   const out = new LineSplitter("stdout", budget);
   const err = new LineSplitter("stderr", budget);
@@ -172,8 +257,7 @@ platform.python_version()`);
   self.onmessage = async (e: MessageEvent<string | Uint8Array>) => {
     if (e.data instanceof Uint8Array) {
       if (!incoming) return fatal("a binary frame arrived unannounced");
-      incoming.data.push(e.data);
-      if (incoming.data.length === incoming.files.length) await receive();
+      if (incoming.add(e.data)) await receive();
       return;
     }
     if (running) return fatal("a frame arrived during a run");
@@ -185,8 +269,8 @@ platform.python_version()`);
         return send(runner.imports(msg.code));
       case "install":
       case "put":
-        incoming = { type: msg.type, files: msg.files ?? [], dirs: msg.dirs ?? [], data: [] };
-        if (incoming.files.length === 0) await receive();
+        incoming = new Incoming(msg.type, msg.files ?? [], msg.dirs ?? []);
+        if (incoming.complete) await receive();
         return;
       case "run":
         break;
@@ -206,13 +290,51 @@ platform.python_version()`);
   };
 }
 
-/** The bytes announced by an install or put frame, as they arrive. */
-interface Incoming {
-  type: "install" | "put";
-  files: PackageFile[];
-  /** Directories a put makes, even when no file goes into them. */
-  dirs: string[];
-  data: Uint8Array[];
+/**
+ * The files announced by an install or put frame, as their bytes arrive:
+ * in chunks (bridge.ChunkSize), a file's before the next one's, each into
+ * its own buffer of the announced size.
+ */
+class Incoming {
+  readonly data: Uint8Array[];
+  private file = 0;
+  private offset = 0;
+
+  constructor(
+    readonly type: "install" | "put",
+    readonly files: PackageFile[],
+    /** Directories a put makes, even when no file goes into them. */
+    readonly dirs: string[],
+  ) {
+    this.data = files.map((f) => new Uint8Array(f.size ?? 0));
+    this.skipEmpty();
+  }
+
+  /** Every announced byte has arrived. */
+  get complete(): boolean {
+    return this.file >= this.files.length;
+  }
+
+  /** Takes the next chunk and reports whether every file is complete. */
+  add(chunk: Uint8Array): boolean {
+    const buf = this.data[this.file];
+    if (!buf || this.offset + chunk.length > buf.length) {
+      fatal("a binary frame beyond the files announced");
+      return false;
+    }
+    buf.set(chunk, this.offset);
+    this.offset += chunk.length;
+    if (this.offset === buf.length) {
+      this.file++;
+      this.offset = 0;
+      this.skipEmpty();
+    }
+    return this.complete;
+  }
+
+  private skipEmpty() {
+    while (this.file < this.files.length && this.data[this.file].length === 0) this.file++;
+  }
 }
 
 /** runner.py, as this thread calls it. */
@@ -444,6 +566,8 @@ function put(py: PyodideAPI, dirs: string[], files: PackageFile[], data: Uint8Ar
 interface PackageFile {
   name: string;
   install_dir?: string;
+  /** Bytes; they follow in chunks. */
+  size?: number;
 }
 
 /** The part of Pyodide's private API that installs a package from bytes. */

@@ -35,8 +35,10 @@ type installer struct {
 	hostDown atomic.Bool // logged once that the host could not be reached
 	cache    *packages.Cache
 	imports  map[string]string // import name → package name, from Pyodide's lock file
-	deps     []string          // --deps, for every call
 	log      *zap.Logger
+	// deps are --deps, for every call: as given, or pinned to what the
+	// snapshot holds (see pinDeps).
+	deps atomic.Pointer[[]string]
 
 	// plans are resolved sets of requirements, by the requirements: a
 	// repeated call asks no index for planTTL. Bounded, so that calls with
@@ -80,15 +82,16 @@ func newInstaller(cfg Config, pyodideDir string, log *zap.Logger) (*installer, e
 	if err != nil {
 		return nil, err
 	}
-	return &installer{
+	in := &installer{
 		resolver: resolver,
 		mirror:   resolver.WithoutPyodideHost(),
 		cache:    cache,
 		imports:  lock.ImportTable(),
-		deps:     cfg.Deps,
 		log:      log,
 		plans:    expirable.NewLRU[string, resolved](maxPlans, nil, planTTL),
-	}, nil
+	}
+	in.deps.Store(&cfg.Deps)
+	return in, nil
 }
 
 // files resolves reqs (after --deps) and returns the files to install, read
@@ -96,7 +99,7 @@ func newInstaller(cfg Config, pyodideDir string, log *zap.Logger) (*installer, e
 // *packages.Error naming the requirement. Progress goes to the server's log
 // and, as Progress lines, to out if it is not nil.
 func (in *installer) files(ctx context.Context, reqs []string, installed map[string]bool, out func(Line)) ([]bridge.Wheel, error) {
-	all := append(slices.Clone(in.deps), reqs...)
+	all := append(slices.Clone(*in.deps.Load()), reqs...)
 	if len(all) == 0 {
 		return nil, nil
 	}
@@ -106,6 +109,11 @@ func (in *installer) files(ctx context.Context, reqs []string, installed map[str
 	}
 	return in.wheels(local, installed)
 }
+
+// pinDeps makes --deps the exact versions in pins ("name==version"), those
+// that the snapshot holds loaded: a call's requirements are resolved with
+// them, and a package of another version can never land over a loaded one.
+func (in *installer) pinDeps(pins []string) { in.deps.Store(&pins) }
 
 // progress returns the function that sends a progress line to the server's
 // log and, as a Progress line, to out if it is not nil.
@@ -182,15 +190,17 @@ func (in *installer) fetch(ctx context.Context, plan packages.Plan, installed ma
 	return in.cache.WithProgress(progress).Fetch(ctx, todo)
 }
 
-// wheels reads fetched files for the worker and marks them installed.
+// wheels names fetched files for the worker and marks them installed. The
+// bridge reads them from the cache as it sends them, a chunk at a time, so
+// a large wheel is never held whole here.
 func (in *installer) wheels(local []packages.LocalFile, installed map[string]bool) ([]bridge.Wheel, error) {
 	wheels := make([]bridge.Wheel, len(local))
 	for i, f := range local {
-		data, err := os.ReadFile(f.Path)
+		fi, err := os.Stat(f.Path)
 		if err != nil {
 			return nil, fmt.Errorf("read %s from the package cache: %w", f.Filename, err)
 		}
-		wheels[i] = bridge.Wheel{File: bridge.File{Name: f.Filename, InstallDir: f.InstallDir}, Data: data}
+		wheels[i] = bridge.Wheel{File: bridge.File{Name: f.Filename, InstallDir: f.InstallDir, Size: fi.Size()}, Path: f.Path}
 		installed[f.Filename] = true
 	}
 	return wheels, nil
@@ -320,7 +330,7 @@ func (in *installer) fromImports(ctx context.Context, w *worker, code string, in
 // dropped and the rest resolved again.
 func (in *installer) inferredFiles(ctx context.Context, fresh []packages.Inferred, earlier []string, installed map[string]bool, out func(Line)) ([]bridge.Wheel, []string, map[string]string, error) {
 	progress := in.progress(out)
-	firm := append(slices.Clone(in.deps), earlier...)
+	firm := append(slices.Clone(*in.deps.Load()), earlier...)
 	skipped := map[string]string{}
 	cand := slices.Clone(fresh)
 	for len(cand) > 0 {

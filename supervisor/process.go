@@ -218,17 +218,25 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 		w.kill()
 		return nil, fmt.Errorf("worker did not connect: %w (%s)", context.Cause(ctx), w.stderrTail())
 	}
-	if makeSnapshot {
-		return w, nil
-	}
 	ready, err := w.conn.Ready(ctx)
 	if err != nil {
 		w.kill()
 		return nil, fmt.Errorf("worker did not get ready: %w (%s)", err, w.stderrTail())
 	}
-	w.conn.SetReadLimit(s.servingReadLimit())
 	w.python, w.restored = ready.Python, ready.Snapshot
+	if makeSnapshot {
+		return w, nil // its one big frame is the snapshot
+	}
+	w.conn.SetReadLimit(s.servingReadLimit())
 	log.Debug("worker ready", zap.Bool("snapshot", ready.Snapshot), zap.String("python", ready.Python))
+	if rt.deps != nil {
+		// Restored, the interpreter has the packages loaded but not their
+		// files, which are no part of the wasm memory (see depsSet).
+		if err := w.conn.Install(ctx, rt.deps.wheels); err != nil {
+			w.kill()
+			return nil, fmt.Errorf("worker could not install --deps: %w (%s)", err, w.stderrTail())
+		}
+	}
 	return w, nil
 }
 

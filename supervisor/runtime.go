@@ -30,6 +30,13 @@ type runtimeFiles struct {
 	codeCache string   // DENO_DIR template with V8's code cache; "" when none
 	noDenoDir string   // a DENO_DIR that cannot exist, for workers without a code cache
 	needed    []string // every file above that workers need; see missing
+	root      string   // the cache directory, symlinks resolved
+	// key names the snapshot of Pyodide alone, for this worker program,
+	// Pyodide and deno; "" when none could be made.
+	key string
+	// deps, when set, are the --deps packages that snapshot and codeCache
+	// hold loaded (see withDeps).
+	deps *depsSet
 }
 
 // firstMissing returns the first of paths that does not exist, or "".
@@ -120,7 +127,7 @@ func (s *Supervisor) prepare(ctx context.Context, progress func(string)) (*runti
 	}
 	progress("deno " + denoVersion)
 
-	rt := &runtimeFiles{entry: filepath.Join(l.program(), js.Entry), noDenoDir: l.noDenoDir()}
+	rt := &runtimeFiles{entry: filepath.Join(l.program(), js.Entry), noDenoDir: l.noDenoDir(), root: l.root}
 	if err := writeProgram(l.program()); err != nil {
 		return nil, fmt.Errorf("write the worker program: %w", err)
 	}
@@ -140,9 +147,9 @@ func (s *Supervisor) prepare(ctx context.Context, progress func(string)) (*runti
 		return nil, fmt.Errorf("cache directory: %w", err)
 	}
 
-	key := sha256.Sum256([]byte(js.Version() + "\x00" + pyodideVersion + "\x00" + denoVersion))
-	snap := l.snapshot(hex.EncodeToString(key[:8]))
-	codeCache := l.codeCache(hex.EncodeToString(key[:8]))
+	sum := sha256.Sum256([]byte(js.Version() + "\x00" + pyodideVersion + "\x00" + denoVersion))
+	key := hex.EncodeToString(sum[:8])
+	snap, codeCache := l.snapshot(key), l.codeCache(key)
 	_, snapErr := os.Stat(snap)
 	_, cacheErr := os.Stat(codeCache)
 	if snapErr != nil || cacheErr != nil {
@@ -154,7 +161,7 @@ func (s *Supervisor) prepare(ctx context.Context, progress func(string)) (*runti
 			return rt, nil
 		}
 	}
-	rt.snapshot, rt.codeCache = snap, codeCache
+	rt.snapshot, rt.codeCache, rt.key = snap, codeCache, key
 	rt.listNeeded()
 	progress("runtime ready in " + s.cfg.CacheDir)
 	return rt, nil
@@ -260,10 +267,11 @@ func (s *Supervisor) installPyodide(ctx context.Context, l layout, version strin
 	return real, nil
 }
 
-// makeSnapshot boots a worker that loads Pyodide and the runner module, then
-// sends the memory snapshot over the bridge. With codeCache, the worker's
-// DENO_DIR, filled with V8's code cache of what it loaded, becomes the
-// template of workers' DENO_DIRs at that path; "" gives it none.
+// makeSnapshot boots a worker that loads Pyodide and the runner module (and
+// rt.deps, imported), then sends the memory snapshot over the bridge. With
+// codeCache, the worker's DENO_DIR, filled with V8's code cache of what it
+// loaded, becomes the template of workers' DENO_DIRs at that path; "" gives
+// it none.
 func (s *Supervisor) makeSnapshot(ctx context.Context, rt *runtimeFiles, path, codeCache string) error {
 	denoDir := rt.noDenoDir
 	if codeCache != "" {
@@ -281,7 +289,15 @@ func (s *Supervisor) makeSnapshot(ctx context.Context, rt *runtimeFiles, path, c
 	if err != nil {
 		return err
 	}
-	data, err := w.conn.Snapshot(ctx)
+	var modules []string
+	if rt.deps != nil {
+		if err := w.conn.Install(ctx, rt.deps.wheels); err != nil {
+			w.kill()
+			return fmt.Errorf("install --deps for the snapshot: %w (%s)", err, w.stderrTail())
+		}
+		modules = rt.deps.modules
+	}
+	data, err := w.conn.Snapshot(ctx, modules)
 	w.kill()
 	if err != nil {
 		return fmt.Errorf("make snapshot: %w (%s)", err, w.stderrTail())

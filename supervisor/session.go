@@ -41,7 +41,7 @@ func (s *Supervisor) NewSession(ctx context.Context) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start the session's worker: %w", err)
 	}
-	ss := &Session{s: s, turn: make(chan struct{}, 1), w: w, installed: map[string]bool{}}
+	ss := &Session{s: s, turn: make(chan struct{}, 1), w: w, installed: s.preinstalled()}
 	s.sessionsMu.Lock()
 	defer s.sessionsMu.Unlock()
 	if s.ctx.Err() != nil {

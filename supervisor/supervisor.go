@@ -80,6 +80,13 @@ type Config struct {
 	Mounts []mount.Mount
 	// MountLimits bound what a mount copies in; zero fields get defaults.
 	MountLimits mount.Limits
+
+	// CacheLimit bounds the total size of the cache directory's entries
+	// (worker programs, Pyodide installs, memory snapshots, package files
+	// and index pages: see package cachedir). Past it the supervisor
+	// removes the least recently used, never one that this or another
+	// server uses (see cachelimit.go). 0 means no limit.
+	CacheLimit int64
 }
 
 // Defaults of the fields of Config that are left zero.
@@ -184,6 +191,8 @@ type Supervisor struct {
 
 	sessionsMu sync.Mutex
 	sessions   map[*Session]struct{} // live sessions
+
+	cache cacheUse // the cache entries held, and their pruning (cachelimit.go)
 }
 
 // errClosed is what calls get once Close has begun.
@@ -214,7 +223,6 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 		restarts: s.metrics.restarts,
 		wait:     s.metrics.poolWait,
 	}
-	s.python.Store(knownPythonVersion(cfg.CacheDir))
 	return s
 }
 
@@ -337,7 +345,9 @@ func (s *Supervisor) ensure(ctx context.Context, progress func(string)) (*runtim
 		return nil, fmt.Errorf("package installer: %w", err)
 	}
 	s.pkgs = pkgs
+	rt = s.withDeps(ctx, rt, progress)
 	s.rt.Store(rt)
+	s.holdRuntime(rt)
 	s.pool.begin()
 	return rt, nil
 }
@@ -356,10 +366,12 @@ func (s *Supervisor) repair(ctx context.Context, broken *runtimeFiles, what stri
 		return rt, nil
 	}
 	s.log.Warn("a file of the Python runtime is gone; rebuilding the runtime", zap.String("missing", what))
-	rt, err := s.prepare(ctx, func(step string) { s.log.Info(step) })
+	progress := func(step string) { s.log.Info(step) }
+	rt, err := s.prepare(ctx, progress)
 	if err != nil {
 		return nil, fmt.Errorf("the Python runtime lost %s and cannot be rebuilt: %w", what, err)
 	}
+	rt = s.withDeps(ctx, rt, progress)
 	s.rt.Store(rt)
 	s.log.Info("the Python runtime is rebuilt")
 	return rt, nil
@@ -414,7 +426,7 @@ func (s *Supervisor) serve(ctx context.Context, req Request, ss *Session) (res R
 	// The files of a script's dependencies are ready before a worker is
 	// taken, so a failed install costs no interpreter. A session remembers
 	// what it has installed.
-	installed := map[string]bool{}
+	installed := s.preinstalled()
 	if ss != nil {
 		installed = ss.installed
 	}
@@ -529,7 +541,18 @@ func (s *Supervisor) Health() Health {
 }
 
 // PythonVersion returns the major.minor version of the Python that runs calls.
-func (s *Supervisor) PythonVersion() string { return s.python.Load().(string) }
+//
+// Before the runtime is prepared it is read from the cache, on first use
+// rather than in New: parsing Pyodide's lock file would delay a server's
+// first answer by milliseconds.
+func (s *Supervisor) PythonVersion() string {
+	if v, ok := s.python.Load().(string); ok {
+		return v
+	}
+	v := knownPythonVersion(s.cfg.CacheDir)
+	s.python.CompareAndSwap(nil, v)
+	return s.python.Load().(string)
+}
 
 // Close stops all workers, cancelling the calls they run, and waits for them
 // to be gone.

@@ -8,6 +8,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -30,8 +32,13 @@ type benchServer struct {
 // startBench spawns the binary over stdio with extra flags and initializes.
 func startBench(b *testing.B, s *e2eSetup, extra ...string) (*benchServer, time.Duration) {
 	b.Helper()
-	args := append(append(s.baseArgs(), extra...), "stdio")
-	tr := transport.NewStdioWithOptions(s.bin, serverEnv(), args, transport.WithCommandLogger(quietLog))
+	return startStdio(b, s.bin, append(append(s.baseArgs(), extra...), "stdio"))
+}
+
+// startStdio spawns bin with args and initializes it over stdio.
+func startStdio(b *testing.B, bin string, args []string) (*benchServer, time.Duration) {
+	b.Helper()
+	tr := transport.NewStdioWithOptions(bin, serverEnv(), args, transport.WithCommandLogger(quietLog))
 	c := client.NewClient(tr, client.WithProtocolVersion(e2eProtocol))
 	start := time.Now()
 	if err := c.Start(context.Background()); err != nil {
@@ -97,15 +104,65 @@ func percentile(d []time.Duration, p float64) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+// trivialServer is the least a Go program can do to answer initialize: the
+// yardstick of BenchmarkInitialize.
+const trivialServer = `package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	in := bufio.NewReader(os.Stdin)
+	line, _ := in.ReadBytes('\n')
+	var req struct{ ID json.RawMessage }
+	_ = json.Unmarshal(line, &req)
+	fmt.Printf("{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"serverInfo\":{\"name\":\"trivial\",\"version\":\"1\"}}}\n", req.ID)
+	_, _ = io.Copy(io.Discard, in)
+}
+`
+
+// buildTrivialServer builds trivialServer and returns the binary.
+func buildTrivialServer(b *testing.B) string {
+	b.Helper()
+	dir := b.TempDir()
+	for name, text := range map[string]string{"main.go": trivialServer, "go.mod": "module trivial\n\ngo 1.24\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "trivial")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir, build.Env = dir, append(os.Environ(), "GOWORK=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// BenchmarkInitialize times spawn → initialize answered, against a trivial
+// Go program answering the same request the same way. Runs of the two
+// alternate, so that both see the same noise.
 func BenchmarkInitialize(b *testing.B) {
 	s := benchSetup(b)
-	var times []time.Duration
+	trivial := buildTrivialServer(b)
+	var ours, base []time.Duration
 	for range 20 {
 		srv, took := startBench(b, s)
-		times = append(times, took)
+		ours = append(ours, took)
+		_ = srv.Close()
+		srv, took = startStdio(b, trivial, nil)
+		base = append(base, took)
 		_ = srv.Close()
 	}
-	report(b, "spawn → initialize answered (median of 20)", ms(percentile(times, 0.5)), "ms", "≤ 20 ms")
+	m, t := ms(percentile(ours, 0.5)), ms(percentile(base, 0.5))
+	report(b, "spawn → initialize answered (median of 20)", m, "ms", "≤ 20 ms")
+	report(b, "the same, a trivial Go program (median of 20)", t, "ms", "")
+	report(b, "ratio to the trivial Go program", m/t, "×", "≤ 3×")
 }
 
 func BenchmarkWarmCall(b *testing.B) {

@@ -323,3 +323,36 @@ func TestPackagesMirror(t *testing.T) {
 		`cannot install "idna==3.11": cannot download idna-3.11-py3-none-any.whl: cannot reach `+host+`idna-3.11-py3-none-any.whl: dial tcp `+strings.TrimPrefix(down.URL, "http://")+`: connect: connection refused (--pyodide-index-url fetches Pyodide's packages from a mirror or a local directory instead)`))
 	c.expectWorks(t)
 }
+
+// TestPackagesDepsInSnapshot: --deps are imported before the memory
+// snapshot is taken, so a call finds them loaded (their import-time print
+// never shows), and their files are there too (metadata, a submodule
+// imported later).
+func TestPackagesDepsInSnapshot(t *testing.T) {
+	s := setup(t)
+	r := &pt.Repo{}
+	nonce := make([]byte, 8)
+	rand.Read(nonce)
+	r.Add(pt.Wheel{Name: "heavy", Version: "1.0", Source: "print('loading heavy')\n# " + hex.EncodeToString(nonce) + "\n",
+		Files: map[string]string{"later.py": "WHEN = 'later'\n"}})
+	tg := startTarget(t, s, modeStdio, "--index-url", r.Location(t, pt.Variant{JSON: true, Dir: true}), "--deps", "heavy")
+	c := tg.connect(t)
+	code := "import heavy, heavy.later, importlib.metadata\nheavy.__version__, heavy.later.WHEN, importlib.metadata.version('heavy')"
+	want := "<status>success</status>\n<return_value>\n[\n  \"1.0\",\n  \"later\",\n  \"1.0\"\n]\n</return_value>"
+	for range 2 { // the pool's first worker, and a replacement
+		c.expectRun(t, code, want)
+	}
+}
+
+// TestPackagesLargeWheel: a wheel past the bridge's old one-frame limit (64
+// MiB) installs; it travels in chunks.
+func TestPackagesLargeWheel(t *testing.T) {
+	s := setup(t)
+	blob := make([]byte, 100<<20)
+	rand.Read(blob) // incompressible: the wheel is as large
+	r := &pt.Repo{}
+	r.Add(pt.Wheel{Name: "big", Version: "1.0", Files: map[string]string{"blob.bin": string(blob)}})
+	c := startTarget(t, s, modeStdio, "--index-url", r.Location(t, pt.Variant{JSON: true, Dir: true})).connect(t)
+	c.expectRun(t, script(`"big"`, "import big, os\nos.path.getsize(os.path.join(big.__path__[0], 'blob.bin'))"),
+		"<status>success</status>\n<dependencies>[\"big\"]</dependencies>\n<return_value>\n104857600\n</return_value>")
+}

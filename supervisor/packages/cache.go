@@ -17,6 +17,8 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/natefinch/atomic"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/mcp-run-python/mcp-run-python/supervisor/cachedir"
 )
 
 // Cache is a content-addressed store of package files under a directory:
@@ -31,6 +33,10 @@ import (
 // (a singleflight keyed by the entry's path).
 // Entries are kept across restarts; a file found in the cache is checked
 // against its sha256 once per process before it is trusted.
+//
+// The cache directory's pruning (package cachedir) removes the entries used
+// least recently: a fetch holds a file's entry (<hex>) while it checks or
+// downloads it, and marks it used, and so does reading an index page.
 //
 // A Cache is safe for concurrent use.
 type Cache struct {
@@ -163,6 +169,14 @@ func (c *Cache) FetchFile(ctx context.Context, f PlanFile) (LocalFile, error) {
 	}
 	final := c.Path(f.SHA256, f.Filename)
 	lf := LocalFile{PlanFile: f, Path: final}
+	// No prune removes the entry while it is checked or downloaded; the
+	// release marks it used, so that it stays while the caller reads it.
+	// A cache where no lock can be made (read-only) is used unheld.
+	if h, err := cachedir.HoldEntry(ctx, filepath.Dir(final)); err == nil {
+		defer h.Release()
+	} else if ctx.Err() != nil {
+		return LocalFile{}, ctx.Err()
+	}
 	if c.present(final, f.SHA256) {
 		c.say("%s: in the cache", f.Filename)
 		return lf, nil
@@ -442,5 +456,6 @@ func (c *Cache) loadProject(index, name string) (*Project, error) {
 	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&p); err != nil {
 		return nil, fmt.Errorf("package cache: %s: %w", c.projectPath(index, name), err)
 	}
+	_ = cachedir.Touch(c.projectPath(index, name)) // a prune keeps what is used
 	return &p, nil
 }

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -61,6 +62,9 @@ type Wheel struct {
 	Package string
 	// TopLevel, if set, writes a .dist-info/top_level.txt listing it.
 	TopLevel []string
+	// Files are more files of the package, by their path inside its
+	// directory (such as "sub.py"), for packages with submodules.
+	Files map[string]string
 }
 
 // pkg is the name of the wheel's top-level package.
@@ -119,6 +123,9 @@ func (w Wheel) Build() (data, metadata []byte) {
 	}
 	if w.TopLevel != nil {
 		files = append(files, struct{ name, body string }{distInfo + "/top_level.txt", strings.Join(w.TopLevel, "\n") + "\n"})
+	}
+	for _, name := range slices.Sorted(maps.Keys(w.Files)) {
+		files = append(files, struct{ name, body string }{w.pkg() + "/" + name, w.Files[name]})
 	}
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)

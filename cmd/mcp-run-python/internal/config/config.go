@@ -27,7 +27,7 @@ import (
 )
 
 // Mode is what the program does: serve MCP over a transport, prepare the
-// runtime, or run the demo script.
+// runtime, run the demo script, or show or prune the cache directory.
 type Mode string
 
 // The modes of the command line (DESIGN 1.1).
@@ -38,13 +38,14 @@ const (
 	ModeSSE                     Mode = "sse"
 	ModeWarmup                  Mode = "warmup"
 	ModeExample                 Mode = "example"
+	ModeCache                   Mode = "cache"
 )
 
 // parseMode accepts a mode as written on the command line, including the
 // hyphenated spellings of the HTTP modes.
 func parseMode(s string) (Mode, bool) {
 	switch m := Mode(strings.ReplaceAll(s, "-", "_")); m {
-	case ModeStdio, ModeStreamableHTTP, ModeStreamableHTTPStateless, ModeSSE, ModeWarmup, ModeExample:
+	case ModeStdio, ModeStreamableHTTP, ModeStreamableHTTPStateless, ModeSSE, ModeWarmup, ModeExample, ModeCache:
 		return m, true
 	}
 	return "", false
@@ -73,6 +74,7 @@ const (
 	defaultFilesTTL        = 30 * time.Minute
 	defaultFilesStoreLimit = "1GiB"
 	defaultImageLimit      = "1MiB"
+	defaultCacheLimit      = "4GiB"
 )
 
 // Config is everything the command line and the environment decide.
@@ -115,6 +117,11 @@ type Config struct {
 	// TLSCert and TLSKey are the files of the HTTP modes' certificate and
 	// key; both empty for plain HTTP.
 	TLSCert, TLSKey string
+
+	// Prune, in the cache mode, removes the least recently used entries of
+	// the cache directory beyond Supervisor.CacheLimit instead of listing
+	// them.
+	Prune bool
 
 	// Help and Version ask for the usage text or the version instead of a mode.
 	Help    bool
@@ -198,6 +205,8 @@ type flagValues struct {
 	outputLimit       int64
 	deno              string
 	cacheDir          string
+	cacheLimit        int64
+	prune             bool
 	logLevel          zapcore.Level
 	warm              int // 0 when not set
 	queue             int // 0 when not set
@@ -292,6 +301,8 @@ func newFlagSet(v *flagValues, goos string) *pflag.FlagSet {
 	fs.StringVar(&v.tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")
 	fs.StringVar(&v.deno, "deno", "", denoHelp(goos))
 	fs.StringVar(&v.cacheDir, "cache-dir", "", cacheDirHelp(goos))
+	fs.Var(newByteSize(&v.cacheLimit, defaultCacheLimit, math.MaxInt64), "cache-limit", "size the cache directory's worker programs, Pyodide installs, memory snapshots and package files may take; the least recently used beyond it are removed, never one in use; 0 for no limit")
+	fs.BoolVar(&v.prune, "prune", false, "with the cache mode: remove the least recently used entries beyond --cache-limit instead of listing them")
 	fs.Var(newLevelFlag(&v.logLevel, defaultLogLevel), "log-level", "level of the server's own log on stderr: debug, info, warn, error")
 	fs.BoolVar(&v.version, "version", false, "print the version and exit")
 	fs.BoolVarP(&v.help, "help", "h", false, "print this help and exit")
@@ -313,6 +324,8 @@ Modes:
   sse                         HTTP+SSE: GET /sse, then POST to the endpoint it announces
   warmup                      prepare everything a first call needs and run a check
   example                     run a demo script and print its result
+  cache                       list the cache directory's entries; with --prune, remove
+                              the least recently used beyond --cache-limit
   (streamable-http and streamable-http-stateless are accepted too)
 
 Flags (each can also be set with the environment variable MCP_RUN_PYTHON_<FLAG>,
@@ -321,12 +334,13 @@ command line wins):
 ` + newFlagSet(&v, runtime.GOOS).FlagUsages()
 }
 
-// settingsFromEnv lists the flags that the environment may set; --help and
-// --version are actions, not settings, so a stray variable cannot trigger them.
+// settingsFromEnv lists the flags that the environment may set; --help,
+// --version and --prune are actions, not settings, so a stray variable cannot
+// trigger them.
 func settingsFromEnv(fs *pflag.FlagSet) []string {
 	var names []string
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Name != "help" && f.Name != "version" {
+		if f.Name != "help" && f.Name != "version" && f.Name != "prune" {
 			names = append(names, f.Name)
 		}
 	})
@@ -433,6 +447,9 @@ func parse(args []string, env Environment, goos string) (Config, error) {
 		return Config{}, usageErrorf("expected one mode, got %q", rest)
 	}
 
+	if v.prune && mode != ModeCache {
+		return Config{}, usageErrorf("--prune is for the cache mode, not %s", mode)
+	}
 	sup, err := parseSupervisor(v, src, env, goos)
 	if err != nil {
 		return Config{}, err
@@ -471,6 +488,7 @@ func parse(args []string, env Environment, goos string) (Config, error) {
 		},
 		TLSCert: v.tlsCert,
 		TLSKey:  v.tlsKey,
+		Prune:   v.prune,
 	}, nil
 }
 
@@ -489,7 +507,7 @@ func checkHTTPOnly(v flagValues, src flagSources, mode Mode) error {
 	case v.metricsAuth && v.oauthIssuer == "" && v.authTokenFile == "":
 		return usageErrorf("%s needs %s or %s", src.name("metrics-auth"), src.name("oauth-issuer"), src.name("auth-token-file"))
 	}
-	if mode == ModeStdio || mode == ModeWarmup || mode == ModeExample {
+	if mode == ModeStdio || mode == ModeWarmup || mode == ModeExample || mode == ModeCache {
 		for _, name := range []string{"oauth-issuer", "auth-token-file", "public-url", "tls-cert"} {
 			if src.fs.Lookup(name).Value.String() != "" {
 				return usageErrorf("%s is for the HTTP modes, not %s", src.name(name), mode)
@@ -547,6 +565,7 @@ func parseSupervisor(v flagValues, src flagSources, env Environment, goos string
 		FilesLimit:           v.filesLimit,
 		Mounts:               v.mounts,
 		MountLimits:          mount.Limits{MaxBytes: v.mountLimit, MaxFiles: v.mountFiles},
+		CacheLimit:           v.cacheLimit,
 	}.WithDefaults(), nil
 }
 

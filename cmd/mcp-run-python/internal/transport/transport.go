@@ -80,6 +80,7 @@ func stdioToolWorkers(workers int) int {
 // running calls get o.Calls's timeout to finish and their results are
 // written, and those that outlast it are cancelled.
 func ServeStdio(ctx context.Context, o Options, workers int, in io.Reader, out io.Writer) error {
+	in, closeIn := pollableStdin(in)
 	mcpServer := mcpserver.New(o.Options, true, &server.Hooks{})
 	w := &syncWriter{w: out}
 	if limit := o.frontEndLimits().RequestLimit; limit > 0 {
@@ -119,9 +120,10 @@ func ServeStdio(ctx context.Context, o Options, workers int, in io.Reader, out i
 		case err = <-listened:
 		case <-time.After(flushTimeout):
 			o.Log.Warn("the stdio server did not stop", zap.Duration("waited", flushTimeout))
-			return nil
+			return nil // stdin stays open: Listen still reads it
 		}
 	}
+	closeIn()
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("stdio: %w", err)
 	}

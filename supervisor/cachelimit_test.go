@@ -1,0 +1,283 @@
+package supervisor
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mcp-run-python/mcp-run-python/js"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/cachedir"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
+)
+
+// TestCacheLayoutIsCachedirs: every place the runtime and the package cache
+// put things is an entry of the kind package cachedir says, and both halves
+// of a snapshot pair are one entry. If the layout changes, cachedir must.
+func TestCacheLayoutIsCachedirs(t *testing.T) {
+	d, err := cachedir.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := layout{d.Root()}
+	pkgs, err := packages.NewCache(filepath.Join(d.Root(), "packages"), packages.CacheOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "0123456789abcdef"
+	snapshot := filepath.ToSlash(filepath.Join("snapshots", key+".bin"))
+	const sha = "3f0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcd"
+	for _, tt := range []struct {
+		path string
+		kind cachedir.Kind
+		name string
+	}{
+		{filepath.Join(l.program(), js.Entry), cachedir.Program, "js/" + js.Version()},
+		{filepath.Join(l.install("314.0.7"), "node_modules", "pyodide"), cachedir.Pyodide, "pyodide/314.0.7"},
+		{l.snapshot(key), cachedir.Snapshot, snapshot},
+		{l.codeCache(key), cachedir.Snapshot, snapshot},
+		{pkgs.Path(sha, "six-1.17.0-py2.py3-none-any.whl"), cachedir.Wheel, "packages/wheels/sha256/" + sha},
+	} {
+		e, err := d.Entry(tt.path)
+		if err != nil || e.Kind != tt.kind || e.Name != tt.name {
+			t.Errorf("Entry(%s) = %+v, %v; want %s %s", tt.path, e, err, tt.kind, tt.name)
+		}
+	}
+	for _, p := range []string{l.denoDir(), l.notADir(), filepath.Join(d.Root(), ".lock"), filepath.Join(d.Root(), "files", "1")} {
+		if e, err := d.Entry(p); err == nil {
+			t.Errorf("%s is entry %+v: it must never be pruned", p, e)
+		}
+	}
+}
+
+// TestPruneWaitsForLockDir: prunes never run while a server prepares its
+// runtime under lockDir.
+func TestPruneWaitsForLockDir(t *testing.T) {
+	root := t.TempDir()
+	unlock, err := lockDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	d, _ := cachedir.Open(root)
+	waited := false
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := d.Prune(ctx, 1, cachedir.PruneOptions{OnWait: func() { waited = true }}); err == nil || !waited {
+		t.Errorf("Prune while lockDir is held: %v, waited %v; want it to wait", err, waited)
+	}
+}
+
+// fakeRuntime makes the files of a runtime in the cache root, with the
+// entries' times long ago, and returns it.
+func fakeRuntime(t *testing.T, root, key string) *runtimeFiles {
+	t.Helper()
+	l := layout{root}
+	pyodideVersion, err := js.PyodideVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &runtimeFiles{
+		entry:     filepath.Join(l.program(), js.Entry),
+		pyodide:   filepath.Join(l.install(pyodideVersion), "node_modules", ".deno", "pyodide@"+pyodideVersion, "node_modules", "pyodide"),
+		snapshot:  l.snapshot(key),
+		codeCache: l.codeCache(key),
+	}
+	for _, f := range []string{rt.entry, filepath.Join(rt.pyodide, "pyodide.asm.wasm"), rt.snapshot, filepath.Join(rt.codeCache, "v8_code_cache_v2")} {
+		writeOld(t, f)
+	}
+	for _, p := range []string{l.program(), l.install(pyodideVersion), rt.snapshot, rt.codeCache} {
+		makeOld(t, p)
+	}
+	return rt
+}
+
+// writeOld writes a file of 1000 bytes at path, making its directory.
+func writeOld(t *testing.T, path string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, make([]byte, 1000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	makeOld(t, path)
+}
+
+// makeOld sets path's times to a day ago.
+func makeOld(t *testing.T, path string) {
+	t.Helper()
+	old := time.Now().Add(-24 * time.Hour)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// listed returns the names of the entries of root, and of those in use.
+func listed(t *testing.T, root string) (all, inUse []string) {
+	t.Helper()
+	d, _ := cachedir.Open(root)
+	l, err := d.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range l.Entries {
+		all = append(all, e.Name)
+		if e.InUse {
+			inUse = append(inUse, e.Name)
+		}
+	}
+	slices.Sort(all)
+	slices.Sort(inUse)
+	return all, inUse
+}
+
+// TestSupervisorHoldsItsCacheEntries: a supervisor holds its runtime's
+// entries and what holdCacheEntry is given, prunes the rest beyond its
+// limit once its runtime is ready, follows a new runtime, and lets go of
+// everything when it closes. No deno is needed: the runtime is made up.
+func TestSupervisorHoldsItsCacheEntries(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key, newKey = "0123456789abcdef", "fedcba9876543210"
+	rt := fakeRuntime(t, root, key)
+	pyodideVersion, _ := js.PyodideVersion()
+	program, install := "js/"+js.Version(), "pyodide/"+pyodideVersion
+	snapshot, newSnapshot := "snapshots/"+key+".bin", "snapshots/"+newKey+".bin"
+	// Another build's program and an old wheel: unused.
+	writeOld(t, filepath.Join(root, "js", "00000000000000aa", js.Entry))
+	makeOld(t, filepath.Join(root, "js", "00000000000000aa"))
+	wheel := filepath.Join(root, "packages", "wheels", "sha256", "3f0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcd")
+	writeOld(t, filepath.Join(wheel, "six-1.17.0-py2.py3-none-any.whl"))
+	makeOld(t, wheel)
+
+	s := New(Config{CacheDir: root, CacheLimit: 1}, zap.NewNop())
+	defer s.Close(context.Background())
+	s.rt.Store(rt)
+	s.holdRuntime(rt) // starts the upkeep, which prunes at once
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		all, _ := listed(t, root)
+		if len(all) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("entries %q: the first prune did not remove the unused ones", all)
+		}
+		time.Sleep(20 * time.Millisecond) // bounded by the deadline
+	}
+	want := []string{program, install, snapshot}
+	slices.Sort(want)
+	if all, inUse := listed(t, root); !slices.Equal(all, want) || !slices.Equal(inUse, want) {
+		t.Fatalf("entries %q, in use %q; want the runtime's %q, all in use", all, inUse, want)
+	}
+
+	// What holdCacheEntry holds stays too, and goes once released and old.
+	writeOld(t, filepath.Join(wheel, "six-1.17.0-py2.py3-none-any.whl"))
+	release, err := s.holdCacheEntry(filepath.Join(wheel, "six-1.17.0-py2.py3-none-any.whl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	makeOld(t, wheel)
+	s.pruneCache()
+	if _, err := os.Stat(wheel); err != nil {
+		t.Fatalf("a held wheel was pruned: %v", err)
+	}
+	release()
+	release() // a second call does nothing
+	makeOld(t, wheel)
+	s.pruneCache()
+	if _, err := os.Stat(wheel); err == nil {
+		t.Error("the released wheel was not pruned")
+	}
+	if _, err := s.holdCacheEntry(filepath.Join(root, "deno")); err == nil {
+		t.Error("holdCacheEntry of deno's directory: no error")
+	}
+
+	// A new runtime (as repair makes) is held instead of the old one.
+	next := *rt
+	next.snapshot, next.codeCache = layout{root}.snapshot(newKey), layout{root}.codeCache(newKey)
+	writeOld(t, next.snapshot)
+	writeOld(t, filepath.Join(next.codeCache, "v8_code_cache_v2"))
+	s.rt.Store(&next)
+	s.holdRuntime(&next)
+	want = []string{program, install, snapshot, newSnapshot}
+	slices.Sort(want)
+	wantInUse := []string{program, install, newSnapshot}
+	slices.Sort(wantInUse)
+	if all, inUse := listed(t, root); !slices.Equal(all, want) || !slices.Equal(inUse, wantInUse) {
+		t.Errorf("after the new runtime: entries %q, in use %q; want in use %q", all, inUse, wantInUse)
+	}
+
+	// Closed, it holds nothing.
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, inUse := listed(t, root); len(inUse) != 0 {
+		t.Errorf("in use after Close: %q", inUse)
+	}
+	if _, err := s.holdCacheEntry(rt.snapshot); err == nil {
+		t.Error("holdCacheEntry after Close: no error")
+	}
+}
+
+// TestCurrentCacheEntries: the cache command keeps this build's program and
+// Pyodide install.
+func TestCurrentCacheEntries(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := cachedir.Open(root)
+	pyodideVersion, _ := js.PyodideVersion()
+	var got []string
+	for _, p := range CurrentCacheEntries(root) {
+		e, err := d.Entry(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e.Name)
+	}
+	if want := []string{"js/" + js.Version(), "pyodide/" + pyodideVersion}; !slices.Equal(got, want) {
+		t.Errorf("CurrentCacheEntries: %q, want %q", got, want)
+	}
+}
+
+// TestWarmupHoldsTheRuntime: a real supervisor holds the entries of the
+// runtime it prepared, from the moment it is ready.
+func TestWarmupHoldsTheRuntime(t *testing.T) {
+	s := start(t, Config{Workers: 1})
+	rt := s.rt.Load()
+	d, err := cachedir.Open(s.cfg.CacheDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, p := range []string{rt.entry, rt.pyodide, rt.snapshot} {
+		e, err := d.Entry(p)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		want[e.Name] = true
+	}
+	l, err := d.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range l.Entries {
+		if want[e.Name] {
+			if !e.InUse {
+				t.Errorf("%s is not held", e.Name)
+			}
+			delete(want, e.Name)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("not listed: %v", want)
+	}
+}

@@ -1,0 +1,119 @@
+package supervisor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
+)
+
+// depsSet is a set of resolved packages that a memory snapshot holds
+// loaded: its modules were imported before the snapshot was taken, so an
+// interpreter restored from it has them without the import's cost. The
+// snapshot is of the wasm memory only: the packages' files, which Pyodide's
+// file system keeps outside it, are installed again into every restored
+// interpreter (cheap: unpacking, no import), so that what the modules read
+// or import later is there.
+type depsSet struct {
+	wheels  []bridge.Wheel  // in install order
+	modules []string        // the top-level modules imported
+	files   map[string]bool // the wheels' file names: installed in every interpreter
+}
+
+// withDeps returns rt with a snapshot that holds the --deps packages
+// loaded, making it (keyed by rt's own snapshot and the packages' hashes)
+// when the cache has none. The installer then pins --deps to the versions
+// in that snapshot. When anything fails (the index cannot be reached, a
+// package cannot be installed) it logs why and returns rt: calls then
+// install --deps each, as without a snapshot.
+func (s *Supervisor) withDeps(ctx context.Context, rt *runtimeFiles, progress func(string)) *runtimeFiles {
+	if len(s.cfg.Deps) == 0 || rt.key == "" {
+		return rt
+	}
+	progress("resolving --deps " + strings.Join(s.cfg.Deps, ", "))
+	deps, sum, err := s.resolveDeps(ctx)
+	if err != nil {
+		s.log.Warn("--deps are not in the memory snapshot: calls install them each", zap.Error(err))
+		return rt
+	}
+	h := sha256.New()
+	h.Write([]byte(rt.key))
+	for _, part := range sum {
+		h.Write([]byte("\x00" + part))
+	}
+	key := hex.EncodeToString(h.Sum(nil)[:8])
+	l := layout{rt.root}
+	with := *rt
+	with.snapshot, with.codeCache, with.deps = l.snapshot(key), l.codeCache(key), deps
+	with.needed = nil
+	if firstMissing([]string{with.snapshot, with.codeCache}) != "" {
+		progress("making the memory snapshot with --deps loaded")
+		if err := s.makeSnapshot(ctx, &with, with.snapshot, with.codeCache); err != nil {
+			s.log.Warn("--deps are not in the memory snapshot: calls install them each", zap.Error(err))
+			return rt
+		}
+	}
+	with.listNeeded()
+	return &with
+}
+
+// resolveDeps resolves and fetches --deps, pins the installer's --deps to
+// what it resolved, and returns the set with the sha256 of each file.
+func (s *Supervisor) resolveDeps(ctx context.Context) (*depsSet, []string, error) {
+	plan, local, err := s.pkgs.obtain(ctx, s.cfg.Deps, nil, map[string]bool{}, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	files := map[string]bool{}
+	wheels, err := s.pkgs.wheels(local, files)
+	if err != nil {
+		return nil, nil, err
+	}
+	deps := &depsSet{wheels: wheels, files: files}
+	var sums, pins []string
+	modules := map[string]bool{}
+	for _, f := range local {
+		// Every worker gets them from the cache: keep them from a prune.
+		if _, err := s.holdCacheEntry(f.Path); err != nil {
+			return nil, nil, fmt.Errorf("hold %s in the cache: %w", f.Filename, err)
+		}
+		sums = append(sums, f.SHA256)
+		if !strings.HasSuffix(f.Filename, ".whl") {
+			continue // a shared library: nothing to import
+		}
+		mods, err := packages.WheelModules(f.Path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("modules of %s: %w", f.Filename, err)
+		}
+		maps.Copy(modules, mods)
+	}
+	for _, f := range plan.Files {
+		pins = append(pins, f.Name+"=="+f.Version)
+	}
+	for m := range modules {
+		// Private modules and tests are no part of a package's interface.
+		if !strings.HasPrefix(m, "_") && m != "tests" && m != "test" {
+			deps.modules = append(deps.modules, m)
+		}
+	}
+	slices.Sort(deps.modules)
+	s.pkgs.pinDeps(pins)
+	return deps, sums, nil
+}
+
+// preinstalled returns the files every interpreter has installed: those of
+// --deps when the snapshot holds them.
+func (s *Supervisor) preinstalled() map[string]bool {
+	if rt := s.rt.Load(); rt != nil && rt.deps != nil {
+		return maps.Clone(rt.deps.files)
+	}
+	return map[string]bool{}
+}
