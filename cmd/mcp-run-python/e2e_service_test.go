@@ -15,7 +15,7 @@ import (
 )
 
 // get fetches path from the server and returns the status and body.
-func (tg *target) get(t *testing.T, path string) (int, string) {
+func (tg *target) get(t testing.TB, path string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(tg.url + path)
 	if err != nil {
