@@ -225,7 +225,11 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 	}
 	w.python, w.restored = ready.Python, ready.Snapshot
 	if makeSnapshot {
-		return w, nil // its one big frame is the snapshot
+		// Its one big frame is the snapshot: the whole wasm memory, which
+		// imports of --deps can grow past the bridge's limit. No user code
+		// runs in this worker.
+		w.conn.SetReadLimit(maxSnapshotSize)
+		return w, nil
 	}
 	w.conn.SetReadLimit(s.servingReadLimit())
 	log.Debug("worker ready", zap.Bool("snapshot", ready.Snapshot), zap.String("python", ready.Python))
@@ -239,6 +243,10 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 	}
 	return w, nil
 }
+
+// maxSnapshotSize bounds a memory snapshot: a wasm32 memory's 4 GiB, and
+// Pyodide's header.
+const maxSnapshotSize = 4<<30 + 1<<20
 
 // servingReadLimit is the largest frame read from a worker that serves
 // calls, which is what user code could send with the worker's own
