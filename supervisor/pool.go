@@ -41,8 +41,11 @@ type poolConfig struct {
 // It knows workers only as processes: start, its one way to get a worker,
 // is the seam that tests replace.
 type pool struct {
-	cfg      poolConfig
-	start    func(ctx context.Context) (*worker, error)
+	cfg   poolConfig
+	start func(ctx context.Context, kind string) (*worker, error)
+	// hot are the kinds of worker (learned package sets, see learn.go) to
+	// keep one warm worker of each, most wanted first; nil for none.
+	hot      func() []string
 	ctx      context.Context // the supervisor's: ends when it closes
 	wg       *sync.WaitGroup // the supervisor's: every goroutine that starts or kills workers
 	log      *zap.Logger
@@ -53,6 +56,7 @@ type pool struct {
 	begun    bool // start may be called: the runtime exists
 	warm     []*worker
 	starting int
+	kinds    map[string]int // workers starting, by kind
 	busy     int
 	dying    int       // retired, not yet reaped: still counted against Workers
 	waiters  []*waiter // calls waiting for a worker, in arrival order
@@ -83,7 +87,8 @@ type grant struct {
 type waiter struct {
 	ch        chan grant // buffered: a grant never blocks the pool
 	principal string
-	ahead     int // calls that waited before it when it came
+	kind      string // the kind of worker it prefers; it takes a plain one too
+	ahead     int    // calls that waited before it when it came
 	since     time.Time
 }
 
@@ -111,17 +116,26 @@ func (p *pool) begin() {
 // acquire returns a warm worker for a call of principal, waiting in the
 // queue if all are busy (or principal holds its share). The worker is the
 // caller's until it calls retire.
-func (p *pool) acquire(ctx context.Context, principal string) (*worker, error) {
+//
+// A call that names a kind gets a warm worker of that kind if there is
+// one, else a plain one; a worker of another kind goes to no call of
+// another kind (its interpreter has other packages loaded), but one idle
+// while a call waits is retired, for a plain one to start in its place.
+func (p *pool) acquire(ctx context.Context, principal, kind string) (*worker, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		return nil, errClosed
 	}
 	// Warm workers are handed to waiting calls as they come, so a warm
-	// worker now means no waiting call may have it.
-	for len(p.warm) > 0 && p.mayHold(principal) {
-		w := p.warm[0]
-		p.warm = p.warm[1:]
+	// worker that fits now fits no waiting call.
+	for p.mayHold(principal) {
+		i := p.fitting(kind)
+		if i < 0 {
+			break
+		}
+		w := p.warm[i]
+		p.warm = slices.Delete(p.warm, i, i+1)
 		if w.dead() {
 			// Died while idle, a moment before watchIdle would have seen it;
 			// the refill below replaces it.
@@ -143,8 +157,9 @@ func (p *pool) acquire(ctx context.Context, principal string) (*worker, error) {
 		p.mu.Unlock()
 		return nil, err
 	}
-	wt := &waiter{ch: make(chan grant, 1), principal: principal, ahead: len(p.waiters), since: time.Now()}
+	wt := &waiter{ch: make(chan grant, 1), principal: principal, kind: kind, ahead: len(p.waiters), since: time.Now()}
 	p.waiters = append(p.waiters, wt)
+	p.evictIdle()
 	p.refill()
 	p.mu.Unlock()
 
@@ -203,6 +218,41 @@ func (p *pool) admit() error {
 			ErrQueueTimeout, p.cfg.Workers, n, wait.Round(100*time.Millisecond), p.cfg.QueueTimeout)
 	}
 	return nil
+}
+
+// fitting returns the index in warm of the worker for a call of kind: one
+// of that kind, else a plain one; -1 when none fits. p.mu must be held.
+func (p *pool) fitting(kind string) int {
+	plain := -1
+	for i, w := range p.warm {
+		switch {
+		case kind != "" && w.kind == kind:
+			return i
+		case w.kind == "" && plain < 0:
+			plain = i
+		}
+	}
+	return plain
+}
+
+// evictIdle retires the warm workers of a kind that no waiting call wants,
+// while a call waits for lack of a plain one: its slot serves the queue
+// better with a plain worker. p.mu must be held.
+func (p *pool) evictIdle() {
+	p.warm = slices.DeleteFunc(p.warm, func(w *worker) bool {
+		if w.kind == "" || slices.ContainsFunc(p.waiters, func(wt *waiter) bool { return wt.kind == w.kind }) {
+			return false
+		}
+		p.dying++
+		p.wg.Go(func() {
+			w.kill()
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.dying--
+			p.refill()
+		})
+		return true
+	})
 }
 
 // mayHold reports whether principal may take one more worker. p.mu must be
@@ -279,21 +329,24 @@ func (p *pool) offer(w *worker) {
 }
 
 // dispatch hands warm workers to waiting calls that may hold one: first the
-// principal served least recently, then the call that came first. p.mu must
-// be held.
+// principal served least recently, then the call that came first, each a
+// worker that fits it (see fitting). p.mu must be held.
 func (p *pool) dispatch() {
 	for len(p.warm) > 0 {
-		next := -1
+		next, wi := -1, -1
 		for i, wt := range p.waiters {
-			if p.mayHold(wt.principal) && (next < 0 || p.served[wt.principal] < p.served[p.waiters[next].principal]) {
-				next = i
+			if !p.mayHold(wt.principal) || (next >= 0 && p.served[wt.principal] >= p.served[p.waiters[next].principal]) {
+				continue
+			}
+			if k := p.fitting(wt.kind); k >= 0 {
+				next, wi = i, k
 			}
 		}
 		if next < 0 {
 			return
 		}
-		w := p.warm[0]
-		p.warm = p.warm[1:]
+		w := p.warm[wi]
+		p.warm = slices.Delete(p.warm, wi, wi+1)
 		if w.dead() {
 			p.restarts.Inc()
 			p.wg.Go(w.kill)
@@ -314,24 +367,57 @@ func (p *pool) dispatch() {
 }
 
 // refill starts the workers the pool lacks. p.mu must be held.
+//
+// Of the Warm workers kept ready, one is of each hot kind (at most Warm-1
+// of them, so that one at least is plain) and the rest plain; waiting calls
+// get plain ones started, which fit every call.
 func (p *pool) refill() {
 	if p.closed || p.retrying || !p.begun {
 		return
 	}
 	live := len(p.warm) + p.starting + p.busy + p.dying
-	need := len(p.waiters) + p.cfg.Warm - len(p.warm) - p.starting
-	for ; need > 0 && live < p.cfg.Workers; need, live = need-1, live+1 {
+	var hot []string
+	if p.hot != nil && p.cfg.Warm > 1 {
+		hot = p.hot()
+		hot = hot[:min(len(hot), p.cfg.Warm-1)]
+	}
+	have := func(kind string) int {
+		n := p.kinds[kind]
+		for _, w := range p.warm {
+			if w.kind == kind {
+				n++
+			}
+		}
+		return n
+	}
+	start := func(kind string) {
+		if p.kinds == nil {
+			p.kinds = map[string]int{}
+		}
 		p.starting++
-		p.wg.Go(p.startOne)
+		p.kinds[kind]++
+		live++
+		p.wg.Go(func() { p.startOne(kind) })
+	}
+	for need := len(p.waiters) + p.cfg.Warm - len(hot) - have(""); need > 0 && live < p.cfg.Workers; need-- {
+		start("")
+	}
+	for _, kind := range hot {
+		if have(kind) == 0 && live < p.cfg.Workers {
+			start(kind)
+		}
 	}
 }
 
-// startOne boots one worker and offers it, or schedules a retry.
-func (p *pool) startOne() {
-	w, err := p.start(p.ctx)
+// startOne boots one worker of kind and offers it, or schedules a retry.
+func (p *pool) startOne(kind string) {
+	w, err := p.start(p.ctx, kind)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.starting--
+	if p.kinds[kind]--; p.kinds[kind] <= 0 {
+		delete(p.kinds, kind)
+	}
 	if err != nil {
 		if p.closed {
 			return

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,7 @@ type standIns struct {
 	peak atomic.Int32
 }
 
-func (f *standIns) start(ctx context.Context) (*worker, error) {
+func (f *standIns) start(ctx context.Context, kind string) (*worker, error) {
 	if err := f.fail.Load(); err != nil {
 		return nil, *err
 	}
@@ -32,8 +33,10 @@ func (f *standIns) start(ctx context.Context) (*worker, error) {
 	w, err := startHelperWorker(func() { f.live.Add(-1) })
 	if err != nil {
 		f.live.Add(-1)
+		return nil, err
 	}
-	return w, err
+	w.kind = kind
+	return w, nil
 }
 
 func (f *standIns) failWith(err error) {
@@ -88,7 +91,7 @@ func acquire(t *testing.T, p *pool) *worker {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	w, err := p.acquire(ctx, "")
+	w, err := p.acquire(ctx, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +109,7 @@ func TestPoolKeepsWarmWorkersWithinTheLiveLimit(t *testing.T) {
 	for range 3 {
 		taken = append(taken, acquire(t, p))
 	}
-	if _, err := p.acquire(context.Background(), ""); !errors.Is(err, ErrQueueTimeout) {
+	if _, err := p.acquire(context.Background(), "", ""); !errors.Is(err, ErrQueueTimeout) {
 		t.Errorf("a fourth call with three busy workers: %v, want ErrQueueTimeout", err)
 	}
 	for _, w := range taken {
@@ -134,7 +137,7 @@ func TestPoolQueueIsFirstComeFirstServed(t *testing.T) {
 		})
 		waitFor(t, p, "queued the call", func(h Health) bool { return h.Waiting == i+1 })
 	}
-	if _, err := p.acquire(context.Background(), ""); !errors.Is(err, ErrQueueFull) {
+	if _, err := p.acquire(context.Background(), "", ""); !errors.Is(err, ErrQueueFull) {
 		t.Errorf("a call beyond the queue: %v, want ErrQueueFull", err)
 	}
 	p.retire(busy)
@@ -150,7 +153,7 @@ func TestPoolWaitEndsWithTheCallersContext(t *testing.T) {
 	defer p.retire(busy)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if _, err := p.acquire(ctx, ""); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := p.acquire(ctx, "", ""); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("a waiting call whose context ended: %v", err)
 	}
 	if h := p.health(); h.Waiting != 0 {
@@ -167,7 +170,7 @@ func TestPoolBacksOffFailedStartsAndRecovers(t *testing.T) {
 	waiting := make(chan error, 1)
 	busy := acquire(t, p)
 	go func() {
-		_, err := p.acquire(context.Background(), "")
+		_, err := p.acquire(context.Background(), "", "")
 		waiting <- err
 	}()
 	waitFor(t, p, "queued the call", func(h Health) bool { return h.Waiting == 1 })
@@ -181,7 +184,7 @@ func TestPoolBacksOffFailedStartsAndRecovers(t *testing.T) {
 		t.Fatal("the waiting call was not told that no worker can start")
 	}
 	start := time.Now()
-	_, err := p.acquire(context.Background(), "")
+	_, err := p.acquire(context.Background(), "", "")
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "deno is broken") {
 		t.Errorf("a call while workers cannot start: %v, want ErrUnavailable naming the reason", err)
 	}
@@ -222,7 +225,7 @@ func TestPoolCloseEndsItsWorkers(t *testing.T) {
 	p, f := newTestPool(t, poolConfig{Workers: 2, Warm: 2, Queue: 1})
 	waitFor(t, p, "had two warm workers", func(h Health) bool { return h.Warm == 2 })
 	p.close()
-	if _, err := p.acquire(context.Background(), ""); !errors.Is(err, errClosed) {
+	if _, err := p.acquire(context.Background(), "", ""); !errors.Is(err, errClosed) {
 		t.Errorf("acquire after close: %v, want errClosed", err)
 	}
 	p.wg.Wait()
@@ -246,11 +249,11 @@ func TestPoolRefusesAWaitLongerThanTheQueueTimeout(t *testing.T) {
 	defer cancel()
 	// Three calls fit: the third waits about 900 ms.
 	for i := range 3 {
-		wg.Go(func() { _, _ = p.acquire(ctx, "") })
+		wg.Go(func() { _, _ = p.acquire(ctx, "", "") })
 		waitFor(t, p, "queued the call", func(h Health) bool { return h.Waiting == i+1 })
 	}
 	start := time.Now()
-	_, err := p.acquire(context.Background(), "")
+	_, err := p.acquire(context.Background(), "", "")
 	if !errors.Is(err, ErrQueueTimeout) || !strings.Contains(err.Error(), "it would wait about 1.2s, longer than the queue timeout of 1s") {
 		t.Errorf("a call with three before it: %v, want ErrQueueTimeout with the wait it would have needed", err)
 	}
@@ -265,7 +268,7 @@ func TestPoolLearnsTheWaitPerPlace(t *testing.T) {
 	busy := acquire(t, p)
 	done := make(chan *worker)
 	go func() {
-		w, _ := p.acquire(context.Background(), "")
+		w, _ := p.acquire(context.Background(), "", "")
 		done <- w
 	}()
 	waitFor(t, p, "queued the call", func(h Health) bool { return h.Waiting == 1 })
@@ -285,20 +288,20 @@ func TestPoolHoldsEachPrincipalToItsShare(t *testing.T) {
 	waitFor(t, p, "warmed up", func(h Health) bool { return h.Warm == 3 })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	first, err := p.acquire(ctx, "alice")
+	first, err := p.acquire(ctx, "alice", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Alice's second call waits, though workers are warm.
 	got := make(chan *worker, 1)
 	go func() {
-		w, _ := p.acquire(ctx, "alice")
+		w, _ := p.acquire(ctx, "alice", "")
 		got <- w
 	}()
 	waitFor(t, p, "held alice's second call", func(h Health) bool { return h.Waiting == 1 && h.Warm == 2 })
 	// Bob gets a warm worker at once, and so does a call of no principal,
 	// which is held to no share.
-	bob, err := p.acquire(ctx, "bob")
+	bob, err := p.acquire(ctx, "bob", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +334,7 @@ func TestPoolServesPrincipalsInTurn(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, who := range []string{"alice", "alice", "alice", "bob"} {
 		wg.Go(func() {
-			w, err := p.acquire(context.Background(), who)
+			w, err := p.acquire(context.Background(), who, "")
 			if err != nil {
 				t.Error(err)
 				return
@@ -351,5 +354,79 @@ func TestPoolServesPrincipalsInTurn(t *testing.T) {
 	// Bob came last but is served second: alice was just served.
 	if strings.Join(got, " ") != "alice bob alice alice" {
 		t.Errorf("served %v, want alice bob alice alice", got)
+	}
+}
+
+func TestPoolKeepsAWarmWorkerOfEachHotKind(t *testing.T) {
+	p, _ := newTestPool(t, poolConfig{Workers: 3, Warm: 3, Queue: 10, QueueTimeout: 10 * time.Second})
+	p.mu.Lock()
+	p.hot = func() []string { return []string{"k1", "k2", "k3"} } // more than Warm-1
+	p.refill()
+	p.mu.Unlock()
+	kinds := func() string {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		var ks []string
+		for _, w := range p.warm {
+			ks = append(ks, "["+w.kind+"]")
+		}
+		slices.Sort(ks)
+		return strings.Join(ks, "")
+	}
+	// The pool began before hot was set: three plain workers, which it keeps.
+	waitFor(t, p, "warmed up", func(h Health) bool { return h.Warm == 3 })
+	if got := kinds(); got != "[][][]" {
+		t.Fatalf("warm workers %s", got)
+	}
+	take := func(kind string) *worker {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		w, err := p.acquire(ctx, "", kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	// As plain ones are used, hot kinds take the place of the replacements:
+	// at most Warm-1 of them, so that a plain one stays.
+	for range 3 {
+		p.retire(take(""))
+	}
+	waitFor(t, p, "rewarmed", func(h Health) bool { return h.Warm == 3 && h.Starting == 0 })
+	if got := kinds(); got != "[][k1][k2]" {
+		t.Fatalf("warm workers %s, want one plain and one of each of the two hottest kinds", got)
+	}
+	// A call of a kind gets its worker, a call of another kind a plain one.
+	if w := take("k2"); w.kind != "k2" {
+		t.Errorf("a call of k2 got a worker of kind %q", w.kind)
+	} else {
+		p.retire(w)
+	}
+	if w := take("k9"); w.kind != "" {
+		t.Errorf("a call of an unknown kind got a worker of kind %q", w.kind)
+	} else {
+		p.retire(w)
+	}
+}
+
+func TestPoolRetiresAnIdleKindForAWaitingCall(t *testing.T) {
+	p, _ := newTestPool(t, poolConfig{Workers: 2, Warm: 2, Queue: 10, QueueTimeout: 20 * time.Second})
+	p.mu.Lock()
+	p.hot = func() []string { return []string{"k1"} }
+	p.mu.Unlock()
+	waitFor(t, p, "warmed up", func(h Health) bool { return h.Warm == 2 })
+	p.retire(acquire(t, p)) // its replacement is of kind k1
+	waitFor(t, p, "rewarmed", func(h Health) bool { return h.Warm == 2 && h.Starting == 0 })
+	busy := acquire(t, p) // the plain one
+	defer p.retire(busy)
+	if busy.kind != "" {
+		t.Fatalf("got a worker of kind %q", busy.kind)
+	}
+	// The k1 worker fits no plain call: it makes way for a plain one.
+	w := acquire(t, p)
+	defer p.retire(w)
+	if w.kind != "" {
+		t.Errorf("a plain call got a worker of kind %q", w.kind)
 	}
 }

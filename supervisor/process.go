@@ -54,6 +54,10 @@ type worker struct {
 	conn     *bridge.Conn
 	python   string // Python version the worker reported, such as "3.14.2"
 	restored bool   // Pyodide came from the memory snapshot
+	// kind names the learned set of packages the worker's snapshot holds
+	// loaded, with their files installed (see learn.go); "" for none.
+	kind      string
+	installed map[string]bool // the files of the packages it was started with
 
 	exited   chan struct{} // closed when the process has been reaped
 	exitErr  error         // set before exited is closed

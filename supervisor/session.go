@@ -37,7 +37,7 @@ func (s *Supervisor) NewSession(ctx context.Context) (*Session, error) {
 	if _, err := s.ensure(ctx, func(step string) { s.log.Info(step) }); err != nil {
 		return nil, err
 	}
-	w, err := s.startWorker(ctx, roleSession)
+	w, err := s.startWorker(ctx, roleSession, "")
 	if err != nil {
 		return nil, fmt.Errorf("start the session's worker: %w", err)
 	}

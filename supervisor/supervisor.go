@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -186,6 +187,7 @@ type Supervisor struct {
 	run      *runDir    // set with the bridge: this server's temporary files
 	launch   launcher   // starts worker processes
 	pool     *pool
+	learn    *learner
 	remaking atomic.Bool // the snapshot is being remade
 	memOnce  sync.Once   // the first worker's memory has been read
 
@@ -211,12 +213,14 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 
 		sessions: map[*Session]struct{}{},
 	}
+	s.learn = newLearner()
 	s.metrics = newMetrics(s, cfg.Metrics, log)
 	s.launch = platformLauncher(cfg.MemoryLimit)
 	s.pool = &pool{
 		cfg: poolConfig{Workers: cfg.Workers, Warm: cfg.Warm, Queue: cfg.Queue, QueueTimeout: cfg.QueueTimeout,
 			PerPrincipal: max(cfg.MaxCallsPerPrincipal, 0)},
-		start:    func(ctx context.Context) (*worker, error) { return s.startWorker(ctx, roleCall) },
+		start:    func(ctx context.Context, kind string) (*worker, error) { return s.startWorker(ctx, roleCall, kind) },
+		hot:      s.learn.hot,
 		ctx:      ctx,
 		wg:       &s.wg,
 		log:      log,
@@ -228,8 +232,9 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 
 // startWorker boots a worker for r (the pool's or a session's), first
 // rebuilding the runtime if any of its files has gone missing under the
-// server.
-func (s *Supervisor) startWorker(ctx context.Context, r role) (*worker, error) {
+// server. A kind names a learned set of packages (see learn.go) to start
+// the worker from; one that is gone gives a plain worker.
+func (s *Supervisor) startWorker(ctx context.Context, r role, kind string) (*worker, error) {
 	rt := s.rt.Load()
 	if what := rt.missing(); what != "" {
 		var err error
@@ -237,9 +242,20 @@ func (s *Supervisor) startWorker(ctx context.Context, r role) (*worker, error) {
 			return nil, err
 		}
 	}
+	if kind != "" {
+		if learned := s.learn.runtime(kind); learned != nil && learned.missing() == "" {
+			rt = learned
+		} else {
+			kind = ""
+		}
+	}
 	w, err := s.spawn(ctx, rt, r, "")
 	if err != nil {
 		return nil, err
+	}
+	w.kind = kind
+	if rt.deps != nil {
+		w.installed = rt.deps.files
 	}
 	if !w.restored && rt.snapshot != "" {
 		s.remakeSnapshot(rt)
@@ -438,12 +454,18 @@ func (s *Supervisor) serve(ctx context.Context, req Request, ss *Session) (res R
 	}
 	w := ss.worker()
 	if w == nil {
+		kind := ""
+		if fromScript {
+			kind = s.learnUse(s.rt.Load(), wheels)
+		}
 		waited := time.Now()
-		if w, err = s.takeWorker(ctx, req.Principal); err != nil {
+		if w, err = s.takeWorker(ctx, req.Principal, kind); err != nil {
 			return Result{}, err
 		}
 		defer s.pool.retire(w)
 		limit.extend(time.Since(waited))
+		// A worker of a learned set has its packages installed already.
+		wheels = slices.DeleteFunc(wheels, func(wh bridge.Wheel) bool { return w.installed[wh.Name] })
 	}
 	installCtx, cancel := limit.context(ctx)
 	defer cancel()
@@ -513,9 +535,9 @@ const pingTimeout = time.Second
 // answer at once (stopped, wedged) is replaced, and the call goes to the
 // next. Each try takes a different worker, so a pool of frozen workers
 // costs a call at most one pingTimeout a worker.
-func (s *Supervisor) takeWorker(ctx context.Context, principal string) (*worker, error) {
+func (s *Supervisor) takeWorker(ctx context.Context, principal, kind string) (*worker, error) {
 	for try := 0; ; try++ {
-		w, err := s.pool.acquire(ctx, principal)
+		w, err := s.pool.acquire(ctx, principal, kind)
 		if err != nil {
 			return nil, err
 		}

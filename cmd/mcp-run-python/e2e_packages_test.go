@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -355,4 +356,44 @@ func TestPackagesLargeWheel(t *testing.T) {
 	c := startTarget(t, s, modeStdio, "--index-url", r.Location(t, pt.Variant{JSON: true, Dir: true})).connect(t)
 	c.expectRun(t, script(`"big"`, "import big, os\nos.path.getsize(os.path.join(big.__path__[0], 'blob.bin'))"),
 		"<status>success</status>\n<dependencies>[\"big\"]</dependencies>\n<return_value>\n104857600\n</return_value>")
+}
+
+// TestPackagesLearnedSnapshot: a PEP 723 set that calls repeat gets a
+// snapshot of its own in the background, and later calls start from a
+// worker restored from it: the package's import-time print no longer shows,
+// its files are there, and each call is still a fresh interpreter.
+func TestPackagesLearnedSnapshot(t *testing.T) {
+	s := setup(t)
+	r := &pt.Repo{}
+	nonce := make([]byte, 8)
+	rand.Read(nonce)
+	r.Add(pt.Wheel{Name: "learned", Version: "1.0", Source: "print('loading learned')\n# " + hex.EncodeToString(nonce) + "\n"})
+	c := startTarget(t, s, modeStdio, "--index-url", r.Location(t, pt.Variant{JSON: true, Dir: true})).connect(t)
+	code := script(`"learned"`, "import learned, importlib.metadata\nx = globals().get('x', 0) + 1\nx, importlib.metadata.version('learned')")
+	value := "<return_value>\n[\n  1,\n  \"1.0\"\n]\n</return_value>"
+	imported := "<status>success</status>\n<dependencies>[\"learned\"]</dependencies>\n<output>\nloading learned\n</output>\n" + value
+	loaded := "<status>success</status>\n<dependencies>[\"learned\"]</dependencies>\n" + value
+	for range 2 {
+		c.expectRun(t, code, imported)
+	}
+	// Until the snapshot is made, and a worker restored from it is warm
+	// (again after each call), calls import the package themselves.
+	untilLoaded := func() {
+		t.Helper()
+		deadline := time.Now().Add(startTimeout)
+		for {
+			got := c.run(t, code)
+			if got == loaded {
+				return
+			}
+			if got != imported || time.Now().After(deadline) {
+				t.Fatalf("call after the set's second use:\n got: %q\nwant: %q (or, for a while, %q)", got, loaded, imported)
+			}
+			time.Sleep(200 * time.Millisecond) // bounded polling for the learned worker
+		}
+	}
+	untilLoaded()
+	untilLoaded() // a fresh one: x is 1 again
+	// Other calls are not affected.
+	c.expectRun(t, "import sys\n'learned' in sys.modules", "<status>success</status>\n<return_value>\nfalse\n</return_value>")
 }
