@@ -243,15 +243,21 @@ func (p *pool) evictIdle() {
 		if w.kind == "" || slices.ContainsFunc(p.waiters, func(wt *waiter) bool { return wt.kind == w.kind }) {
 			return false
 		}
-		p.dying++
-		p.wg.Go(func() {
-			w.kill()
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			p.dying--
-			p.refill()
-		})
+		p.reap(w)
 		return true
+	})
+}
+
+// reap kills w, which counts against Workers until it is gone, and then
+// refills. p.mu must be held.
+func (p *pool) reap(w *worker) {
+	p.dying++
+	p.wg.Go(func() {
+		w.kill()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.dying--
+		p.refill()
 	})
 }
 
@@ -295,18 +301,11 @@ func (p *pool) forget(principal string) {
 // retire ends a worker after its call: one call per interpreter.
 func (p *pool) retire(w *worker) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.release(w)
-	p.dying++
+	p.reap(w)
 	// Its principal may have calls waiting for their share.
 	p.dispatch()
-	p.mu.Unlock()
-	p.wg.Go(func() {
-		w.kill()
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		p.dying--
-		p.refill()
-	})
 }
 
 // discard ends a worker taken for a call that turned out not to be fit for
