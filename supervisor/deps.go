@@ -50,19 +50,48 @@ func (s *Supervisor) withDeps(ctx context.Context, rt *runtimeFiles, progress fu
 		h.Write([]byte("\x00" + part))
 	}
 	key := hex.EncodeToString(h.Sum(nil)[:8])
+	with, err := s.runtimeWith(ctx, rt, key, deps, progress)
+	if err != nil {
+		s.log.Warn("--deps are not in the memory snapshot: calls install them each", zap.Error(err))
+		return rt
+	}
+	return with
+}
+
+// runtimeWith returns rt with the snapshot named key, which holds set
+// loaded, making it when the cache has none.
+func (s *Supervisor) runtimeWith(ctx context.Context, rt *runtimeFiles, key string, set *depsSet, progress func(string)) (*runtimeFiles, error) {
 	l := layout{rt.root}
 	with := *rt
-	with.snapshot, with.codeCache, with.deps = l.snapshot(key), l.codeCache(key), deps
-	with.needed = nil
+	with.snapshot, with.codeCache, with.deps, with.needed = l.snapshot(key), l.codeCache(key), set, nil
 	if firstMissing([]string{with.snapshot, with.codeCache}) != "" {
-		progress("making the memory snapshot with --deps loaded")
+		progress("making a memory snapshot with " + strings.Join(set.modules, ", ") + " loaded")
 		if err := s.makeSnapshot(ctx, &with, with.snapshot, with.codeCache); err != nil {
-			s.log.Warn("--deps are not in the memory snapshot: calls install them each", zap.Error(err))
-			return rt
+			return nil, err
 		}
 	}
 	with.listNeeded()
-	return &with
+	return &with, nil
+}
+
+// importable adds to modules the top-level modules of wheels that a
+// package offers: not private ones, nor tests. Shared libraries have none.
+func importable(wheels []bridge.Wheel, modules map[string]bool) error {
+	for _, w := range wheels {
+		if !strings.HasSuffix(w.Name, ".whl") {
+			continue
+		}
+		mods, err := packages.WheelModules(w.Path)
+		if err != nil {
+			return fmt.Errorf("modules of %s: %w", w.Name, err)
+		}
+		for m := range mods {
+			if !strings.HasPrefix(m, "_") && m != "tests" && m != "test" {
+				modules[m] = true
+			}
+		}
+	}
+	return nil
 }
 
 // resolveDeps resolves and fetches --deps, pins the installer's --deps to
@@ -77,35 +106,23 @@ func (s *Supervisor) resolveDeps(ctx context.Context) (*depsSet, []string, error
 	if err != nil {
 		return nil, nil, err
 	}
-	deps := &depsSet{wheels: wheels, files: files}
 	var sums, pins []string
-	modules := map[string]bool{}
 	for _, f := range local {
 		// Every worker gets them from the cache: keep them from a prune.
 		if _, err := s.holdCacheEntry(f.Path); err != nil {
 			return nil, nil, fmt.Errorf("hold %s in the cache: %w", f.Filename, err)
 		}
 		sums = append(sums, f.SHA256)
-		if !strings.HasSuffix(f.Filename, ".whl") {
-			continue // a shared library: nothing to import
-		}
-		mods, err := packages.WheelModules(f.Path)
-		if err != nil {
-			return nil, nil, fmt.Errorf("modules of %s: %w", f.Filename, err)
-		}
-		maps.Copy(modules, mods)
+	}
+	modules := map[string]bool{}
+	if err := importable(wheels, modules); err != nil {
+		return nil, nil, err
 	}
 	for _, f := range plan.Files {
 		pins = append(pins, f.Name+"=="+f.Version)
 	}
-	for m := range modules {
-		// Private modules and tests are no part of a package's interface.
-		if !strings.HasPrefix(m, "_") && m != "tests" && m != "test" {
-			deps.modules = append(deps.modules, m)
-		}
-	}
-	slices.Sort(deps.modules)
 	s.pkgs.pinDeps(pins)
+	deps := &depsSet{wheels: wheels, files: files, modules: slices.Sorted(maps.Keys(modules))}
 	return deps, sums, nil
 }
 

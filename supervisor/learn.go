@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
-	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 )
 
 // Snapshots learned from use: when calls keep naming the same packages in
@@ -162,42 +160,28 @@ func (s *Supervisor) learnSet(rt *runtimeFiles, key string, wheels []bridge.Whee
 		}
 		set.wheels = append(set.wheels, w)
 		set.files[w.Name] = true
-		if !strings.HasSuffix(w.Name, ".whl") {
-			continue
-		}
-		mods, err := packages.WheelModules(w.Path)
-		if err != nil {
-			s.log.Debug("no learned snapshot", zap.String("set", key), zap.Error(err))
-			return
-		}
-		for m := range mods {
-			if !strings.HasPrefix(m, "_") && m != "tests" && m != "test" {
-				modules[m] = true
-			}
-		}
 	}
-	set.modules = slices.Sorted(maps.Keys(modules))
-	with := *rt
-	l2 := layout{rt.root}
-	with.snapshot, with.codeCache, with.deps, with.needed = l2.snapshot(key), l2.codeCache(key), set, nil
-	if !hold(with.snapshot) {
+	if err := importable(wheels, modules); err != nil {
+		s.log.Debug("no learned snapshot", zap.String("set", key), zap.Error(err))
 		return
 	}
-	if firstMissing([]string{with.snapshot, with.codeCache}) != "" {
-		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.WithDefaults().StartTimeout)
-		defer cancel()
-		if err := s.makeSnapshot(ctx, &with, with.snapshot, with.codeCache); err != nil {
-			s.log.Warn("cannot make the snapshot of a package set that calls repeat", zap.Error(err))
-			return
-		}
-		s.pruneCacheSoon()
+	set.modules = slices.Sorted(maps.Keys(modules))
+	if !hold(layout{rt.root}.snapshot(key)) {
+		return
 	}
-	with.listNeeded()
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.WithDefaults().StartTimeout)
+	defer cancel()
+	with, err := s.runtimeWith(ctx, rt, key, set, func(step string) { s.log.Debug(step) })
+	if err != nil {
+		s.log.Warn("cannot make the snapshot of a package set that calls repeat", zap.Error(err))
+		return
+	}
+	s.pruneCacheSoon()
 	s.log.Info("learned a package set: calls with it start with it loaded", zap.String("set", key), zap.Strings("modules", set.modules))
 	learned = true
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.learned[key] = &learnedSet{rt: &with, lastUse: time.Now(), release: release}
+	l.learned[key] = &learnedSet{rt: with, lastUse: time.Now(), release: release}
 	if len(l.learned) > maxLearned {
 		oldest := ""
 		for k, ls := range l.learned {

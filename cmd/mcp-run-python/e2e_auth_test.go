@@ -278,6 +278,14 @@ func testPrincipalsOwnTheirState(t *testing.T, alice, bob *e2eClient) {
 	})
 }
 
+// tokenFile is a new token file of tokens, readable by its owner only.
+func tokenFile(t *testing.T, tokens ...string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "tokens")
+	writeTokens(t, file, tokens...)
+	return file
+}
+
 // writeTokens writes a token file readable by its owner only.
 func writeTokens(t *testing.T, path string, tokens ...string) {
 	t.Helper()

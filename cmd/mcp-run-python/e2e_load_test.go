@@ -8,7 +8,6 @@ package main_test
 
 import (
 	"context"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,9 +76,7 @@ func runLoad(t testing.TB, tg *target, clients, calls int, tokens ...string) loa
 func TestLoadHeld(t *testing.T) {
 	s := setup(t)
 	const aliceToken, bobToken = "alice-load-0123456789abcdef01234", "bob-load-0123456789abcdef0123456"
-	file := filepath.Join(t.TempDir(), "tokens")
-	writeTokens(t, file, aliceToken, bobToken)
-	tg := startTarget(t, s, modeStateless, "--workers", "2", "--auth-token-file", file)
+	tg := startTarget(t, s, modeStateless, "--workers", "2", "--auth-token-file", tokenFile(t, aliceToken, bobToken))
 	res := runLoad(t, tg, 16, 3, aliceToken, bobToken)
 	if len(res.failures) > 0 || len(res.latencies) != 48 {
 		t.Errorf("%d of 48 calls succeeded; failures: %q", len(res.latencies), res.failures)
@@ -154,9 +151,7 @@ func BenchmarkLoad(b *testing.B) {
 func TestLoadFairShare(t *testing.T) {
 	s := setup(t)
 	const aliceToken, bobToken = "alice-fair-0123456789abcdef01234", "bob-fair-0123456789abcdef0123456"
-	file := filepath.Join(t.TempDir(), "tokens")
-	writeTokens(t, file, aliceToken, bobToken)
-	tg := startTarget(t, s, modeStateless, "--workers", "2", "--auth-token-file", file)
+	tg := startTarget(t, s, modeStateless, "--workers", "2", "--auth-token-file", tokenFile(t, aliceToken, bobToken))
 	alice, bob := tg.as(aliceToken).connect(t), tg.as(bobToken).connect(t)
 	bob.expectWorks(t) // both workers warm again after this
 	time.Sleep(time.Second)
