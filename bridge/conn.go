@@ -51,12 +51,33 @@ func (c *Conn) SetReadLimit(n int64) { c.ws.SetReadLimit(n) }
 
 // Ready waits for the worker to have loaded Pyodide and returns its ready frame.
 func (c *Conn) Ready(ctx context.Context) (Message, error) {
+	return c.expect(ctx, TypeReady)
+}
+
+// Standby waits for a worker started lazily to be on standby: ready to
+// make its interpreter when Restore asks.
+func (c *Conn) Standby(ctx context.Context) error {
+	_, err := c.expect(ctx, TypeStandby)
+	return err
+}
+
+// Restore asks a worker on standby to make its interpreter, and waits for
+// its ready frame.
+func (c *Conn) Restore(ctx context.Context) (Message, error) {
+	if err := c.write(ctx, Message{Type: TypeRestore}); err != nil {
+		return Message{}, err
+	}
+	return c.Ready(ctx)
+}
+
+// expect reads the next frame, which must be of type typ.
+func (c *Conn) expect(ctx context.Context, typ string) (Message, error) {
 	m, err := c.read(ctx)
 	if err != nil {
 		return Message{}, err
 	}
-	if m.Type != TypeReady {
-		return Message{}, fmt.Errorf("bridge: expected ready, got %q", m.Type)
+	if m.Type != typ {
+		return Message{}, fmt.Errorf("bridge: expected %s, got %q", typ, m.Type)
 	}
 	return m, nil
 }
@@ -186,14 +207,8 @@ func (c *Conn) Ping(ctx context.Context) error {
 	if err := c.write(ctx, Message{Type: TypePing}); err != nil {
 		return err
 	}
-	m, err := c.read(ctx)
-	if err != nil {
-		return err
-	}
-	if m.Type != TypePong {
-		return fmt.Errorf("bridge: expected pong, got %q", m.Type)
-	}
-	return nil
+	_, err := c.expect(ctx, TypePong)
+	return err
 }
 
 // Imports returns the modules code imports that the worker's interpreter
@@ -202,14 +217,8 @@ func (c *Conn) Imports(ctx context.Context, code string) ([]string, error) {
 	if err := c.write(ctx, Message{Type: TypeImports, Code: code}); err != nil {
 		return nil, err
 	}
-	m, err := c.read(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if m.Type != TypeImports {
-		return nil, fmt.Errorf("bridge: expected imports, got %q", m.Type)
-	}
-	return m.Names, nil
+	m, err := c.expect(ctx, TypeImports)
+	return m.Names, err
 }
 
 // Wheel is a file to send to a worker: a package file to install, or a

@@ -51,6 +51,12 @@ const (
 	// snapshot, once ready (and given its packages by install frames), to
 	// import the modules Names and send the snapshot as one binary frame.
 	TypeSnapshot = "snapshot"
+	// TypeStandby (worker → Go) is the first frame of a worker started
+	// lazily, instead of TypeReady: Pyodide's module is compiled, the
+	// interpreter not made. TypeRestore (Go → worker) makes it; the worker
+	// then sends TypeReady.
+	TypeStandby = "standby"
+	TypeRestore = "restore"
 )
 
 // Stream names the standard stream a line was printed to.

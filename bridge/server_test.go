@@ -481,3 +481,30 @@ func TestHellosMustBeSmallAndPrompt(t *testing.T) {
 		}
 	})
 }
+
+func TestStandbyThenRestore(t *testing.T) {
+	ws, c := handshake(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	// A fake standby worker: standby, then ready once asked to restore.
+	go func() {
+		send(t, ws, Message{Type: TypeStandby})
+		_, data, err := ws.Read(ctx)
+		if m, _ := decode(data); err != nil || m.Type != TypeRestore {
+			return
+		}
+		send(t, ws, Message{Type: TypeReady, Python: "3.14.2", Snapshot: true})
+		send(t, ws, Message{Type: TypeReady}) // out of turn for Standby below
+	}()
+	if err := c.Standby(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ready, err := c.Restore(ctx)
+	if err != nil || ready.Python != "3.14.2" || !ready.Snapshot {
+		t.Fatalf("Restore = %+v, %v; want the ready frame", ready, err)
+	}
+	if err := c.Standby(ctx); err == nil || !strings.Contains(err.Error(), `expected standby, got "ready"`) {
+		t.Errorf("Standby on a ready frame: %v", err)
+	}
+}

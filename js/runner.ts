@@ -17,6 +17,13 @@ export interface Init {
   pyodide: string;
   /** Memory snapshot to restore; absent for a plain load. */
   snapshot?: string;
+  /**
+   * Compile Pyodide's module, send a standby frame and wait for a restore
+   * frame before making the interpreter: what a standby worker holds at
+   * rest is a fraction of an interpreter's memory, and its restore a
+   * fraction of a start.
+   */
+  lazy?: boolean;
   /** Load plainly, then send a snapshot instead of serving a run. */
   makeSnapshot?: boolean;
   /**
@@ -112,57 +119,87 @@ class LineSplitter {
 }
 
 /**
- * Runs load with every wasm instance it makes given at least bytes of
- * memory as soon as it exists. A snapshot holds the whole wasm memory, and
- * one taken after imports that grew it (a snapshot with --deps loaded) is
- * larger than a fresh instance's: Pyodide copies it into the fresh memory
- * without growing that first, and fails. Its module exports its memory, so
- * only the instantiation can be reached to grow it, before Emscripten makes
- * its views of the memory.
+ * Pyodide's wasm module, compiled before the interpreter is made: a worker
+ * on standby (Init.lazy) holds it, so that its restore is only the
+ * instantiation and the snapshot's copy.
  */
-async function withMemory<T>(bytes: number, load: () => Promise<T>): Promise<T> {
-  const grow = (result: WebAssembly.WebAssemblyInstantiatedSource) => {
-    const memory = result.instance.exports.memory;
+async function compile(init: Init): Promise<WebAssembly.Module> {
+  const bytes = Deno.readFileSync(`${init.pyodide}/pyodide.asm.wasm`);
+  const module = await WebAssembly.compile(bytes);
+  bytes.buffer.transfer(0); // 9 MiB the compiled module no longer needs
+  return module;
+}
+
+/** Frees buffer's memory now: the one reference left is Pyodide's, which it never reads again. */
+const release = (buffer: ArrayBufferLike) => {
+  try {
+    (buffer as ArrayBuffer).transfer(0);
+  } catch {
+    // not detachable: it goes with the garbage
+  }
+};
+
+/**
+ * Runs load with Pyodide's wasm module instantiated from module, the one
+ * compile() made, instead of the bytes Pyodide read (which are freed), and
+ * with its memory grown to at least bytes as soon as it exists. A snapshot
+ * holds the whole wasm memory, and one taken after imports that grew it (a
+ * snapshot with --deps loaded) is larger than a fresh instance's: Pyodide
+ * copies it into the fresh memory without growing that first, and fails.
+ * Its module exports its memory, so only the instantiation can be reached
+ * to grow it, before Emscripten makes its views of the memory.
+ */
+async function instantiating<T>(
+  module: WebAssembly.Module,
+  bytes: number,
+  load: () => Promise<T>,
+): Promise<T> {
+  const grow = (instance: WebAssembly.Instance) => {
+    const memory = instance.exports.memory;
     if (memory instanceof WebAssembly.Memory && memory.buffer.byteLength < bytes) {
       memory.grow(Math.ceil((bytes - memory.buffer.byteLength) / 65536));
     }
-    return result;
   };
-  const { instantiate, instantiateStreaming } = WebAssembly;
+  const { instantiate } = WebAssembly;
   // deno-lint-ignore no-explicit-any
   const wasm = WebAssembly as any;
-  // deno-lint-ignore no-explicit-any
-  wasm.instantiate = async (...args: any[]) => {
-    const result = await (instantiate as (...a: unknown[]) => Promise<unknown>)(...args);
-    return result instanceof WebAssembly.Instance
-      ? result
-      : grow(result as WebAssembly.WebAssemblyInstantiatedSource);
+  wasm.instantiate = async (source: unknown, imports?: WebAssembly.Imports) => {
+    if (
+      source instanceof WebAssembly.Module ||
+      !ArrayBuffer.isView(source) && !(source instanceof ArrayBuffer)
+    ) {
+      return await instantiate(source as WebAssembly.Module, imports);
+    }
+    if (source.byteLength < 1 << 20) {
+      return await instantiate(source as BufferSource, imports); // a helper module of Pyodide's, not the interpreter
+    }
+    release(ArrayBuffer.isView(source) ? source.buffer : source);
+    const instance = await instantiate(module, imports);
+    grow(instance);
+    return { instance, module };
   };
-  // deno-lint-ignore no-explicit-any
-  wasm.instantiateStreaming = async (...args: any[]) =>
-    grow(
-      await (instantiateStreaming as (
-        ...a: unknown[]
-      ) => Promise<WebAssembly.WebAssemblyInstantiatedSource>)(...args),
-    );
   try {
     return await load();
   } finally {
     wasm.instantiate = instantiate;
-    wasm.instantiateStreaming = instantiateStreaming;
   }
 }
 
-async function load(init: Init): Promise<{ py: PyodideAPI; restored: boolean }> {
+async function load(
+  init: Init,
+  module: WebAssembly.Module,
+): Promise<{ py: PyodideAPI; restored: boolean }> {
   const { loadPyodide } = await import(`file://${init.pyodide}/pyodide.mjs`);
   const indexURL = `${init.pyodide}/`;
   if (init.snapshot && !init.makeSnapshot) {
     try {
       const bytes = Deno.readFileSync(init.snapshot);
-      const py: PyodideAPI = await withMemory(
+      const py: PyodideAPI = await instantiating(
+        module,
         bytes.length,
         () => loadPyodide({ indexURL, _loadSnapshot: bytes }),
       );
+      release(bytes.buffer); // copied into the wasm memory; Pyodide keeps a reference
       return { py, restored: true };
     } catch (e) {
       // A stale or damaged snapshot must not take the service down: a plain
@@ -170,7 +207,11 @@ async function load(init: Init): Promise<{ py: PyodideAPI; restored: boolean }> 
       console.error(`snapshot restore failed, loading plainly: ${e}`);
     }
   }
-  const py: PyodideAPI = await loadPyodide({ indexURL, _makeSnapshot: init.makeSnapshot });
+  const py: PyodideAPI = await instantiating(
+    module,
+    0,
+    () => loadPyodide({ indexURL, _makeSnapshot: init.makeSnapshot }),
+  );
   // The runner module goes into the snapshot, so restored workers skip this.
   py.globals.set("_mcp_source", runnerSource);
   py.runPython(`
@@ -232,8 +273,24 @@ del _mcp_import`);
   };
 }
 
+/** Waits for the supervisor's restore frame: see Init.lazy. */
+const restoreAsked = () =>
+  new Promise<void>((resolve) => {
+    self.onmessage = (e: MessageEvent<string | Uint8Array>) => {
+      const type = typeof e.data === "string" ? JSON.parse(e.data).type : "binary";
+      if (type !== "restore") return fatal(`unexpected frame ${type} on standby`);
+      self.onmessage = null;
+      resolve();
+    };
+  });
+
 async function serve(init: Init) {
-  const { py, restored } = await load(init);
+  const module = await compile(init);
+  if (init.lazy) {
+    send('{"type":"standby"}');
+    await restoreAsked();
+  }
+  const { py, restored } = await load(init, module);
   if (init.makeSnapshot) return await snapshot(py);
   const budget = new Budget(init.outputLimit || Infinity);
   const out = new LineSplitter("stdout", budget);
@@ -242,12 +299,21 @@ async function serve(init: Init) {
   py.setStderr({ write: (b: Uint8Array) => err.write(b) });
   const runner: PyRunner = py.pyimport("_mcp_runner");
   const python = py.runPython("import platform; platform.python_version()");
+  // Every interpreter is a new V8 isolate, whose JavaScript (Pyodide's and
+  // ours) runs slowly until it has run, and again once it has idled: a
+  // `1+1` call's run took 4-6 ms in the runner 0.6 s after the last run,
+  // 0.8 ms right after one (a bare evaluation every 250 ms, as before, kept
+  // it at 4-6). So a throwaway call rehearses the paths of one before the
+  // ready frame, where nobody waits, and every 250 ms until a call comes:
+  // about 0.4% of a core.
+  const rehearse = () => {
+    runner.imports("1+1");
+    runner.run("1+1", 0, 0, undefined, false);
+    runner.take_figures().destroy();
+  };
+  rehearse();
   send(JSON.stringify({ type: "ready", python, snapshot: restored }));
-  // An interpreter left idle goes cold. Measured with a `1+1` call 0.5 s
-  // after the worker got ready: median 17 ms; 14 ms with a mere timer waking
-  // this thread; 7-8 ms with a trivial evaluation every 250 ms until the call
-  // (5 ms every 100 ms). The 250 ms tick costs an idle worker about 1% of a core.
-  const keepWarm = setInterval(() => py.runPython("0"), 250);
+  const keepWarm = setInterval(rehearse, 250);
 
   // Before a run, a worker may be asked for the code's imports, given
   // wheels to install and files to put into its file system; the bytes

@@ -44,7 +44,7 @@ func wheel(t *testing.T, name, version, source string) bridge.Wheel {
 func takeWorker(t *testing.T) (*Supervisor, *worker) {
 	t.Helper()
 	s := start(t, Config{Workers: 1})
-	w, err := s.pool.acquire(context.Background(), "", "")
+	w, err := s.takeWorker(context.Background(), "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,9 @@ type poolConfig struct {
 type pool struct {
 	cfg   poolConfig
 	start func(ctx context.Context, kind string) (*worker, error)
+	// restore makes a standby worker's interpreter in the background (see
+	// standby.go); nil when workers start restored.
+	restore func(w *worker)
 	// hot are the kinds of worker (learned package sets, see learn.go) to
 	// keep one warm worker of each, most wanted first; nil for none.
 	hot      func() []string
@@ -221,15 +224,16 @@ func (p *pool) admit() error {
 }
 
 // fitting returns the index in warm of the worker for a call of kind: one
-// of that kind, else a plain one; -1 when none fits. p.mu must be held.
+// of that kind, else the plain one soonest ready (see readiness); -1 when
+// none fits. p.mu must be held.
 func (p *pool) fitting(kind string) int {
 	plain := -1
 	for i, w := range p.warm {
 		switch {
 		case kind != "" && w.kind == kind:
 			return i
-		case w.kind == "" && plain < 0:
-			plain = i
+		case w.kind == "" && (plain < 0 || w.readiness() < p.warm[plain].readiness()):
+			plain = i // the plain one soonest ready
 		}
 	}
 	return plain
@@ -306,6 +310,9 @@ func (p *pool) retire(w *worker) {
 	p.reap(w)
 	// Its principal may have calls waiting for their share.
 	p.dispatch()
+	// Not as the call took it: a restore then would compete with the call
+	// for the processor.
+	p.restoreAhead()
 }
 
 // discard ends a worker taken for a call that turned out not to be fit for
@@ -325,6 +332,32 @@ func (p *pool) offer(w *worker) {
 	}
 	p.warm = append(p.warm, w)
 	p.dispatch()
+	p.restoreAhead()
+}
+
+// restoreAhead has the interpreters of standby workers made while fewer
+// than half the Warm workers (rounded up) have theirs made or being made:
+// the rest stay on standby, which holds less memory at rest (see
+// standby.go). p.mu must be held.
+func (p *pool) restoreAhead() {
+	if p.restore == nil {
+		return
+	}
+	want := p.cfg.Warm - p.cfg.Warm/2
+	for _, w := range p.warm {
+		if w.readiness() < 2 {
+			want--
+		}
+	}
+	for _, w := range p.warm {
+		if want <= 0 {
+			return
+		}
+		if w.readiness() == 2 {
+			p.restore(w)
+			want--
+		}
+	}
 }
 
 // dispatch hands warm workers to waiting calls that may hold one: first the

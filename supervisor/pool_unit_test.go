@@ -19,6 +19,7 @@ import (
 // platform layer, so the pool is tested alone, fast, with real processes.
 type standIns struct {
 	fail atomic.Pointer[error] // while set, starts fail with it
+	lazy bool                  // workers start on standby
 	live atomic.Int32
 	peak atomic.Int32
 }
@@ -36,6 +37,9 @@ func (f *standIns) start(ctx context.Context, kind string) (*worker, error) {
 		return nil, err
 	}
 	w.kind = kind
+	if f.lazy && kind == "" {
+		w.standby = &standby{done: make(chan struct{})}
+	}
 	return w, nil
 }
 
@@ -47,9 +51,9 @@ func (f *standIns) failWith(err error) {
 	}
 }
 
-// newTestPool returns a begun pool of stand-in workers; its cleanup closes
-// it and checks that no process is left.
-func newTestPool(t *testing.T, cfg poolConfig) (*pool, *standIns) {
+// newTestPool returns a begun pool of stand-in workers, set up first by
+// setup; its cleanup closes it and checks that no process is left.
+func newTestPool(t *testing.T, cfg poolConfig, setup ...func(*pool, *standIns)) (*pool, *standIns) {
 	t.Helper()
 	f := &standIns{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -71,6 +75,9 @@ func newTestPool(t *testing.T, cfg poolConfig) (*pool, *standIns) {
 			t.Errorf("%d stand-in workers left after close", n)
 		}
 	})
+	for _, set := range setup {
+		set(p, f)
+	}
 	p.begin()
 	return p, f
 }
@@ -428,5 +435,49 @@ func TestPoolRetiresAnIdleKindForAWaitingCall(t *testing.T) {
 	defer p.retire(w)
 	if w.kind != "" {
 		t.Errorf("a plain call got a worker of kind %q", w.kind)
+	}
+}
+
+func TestPoolRestoresHalfItsWarmWorkersAhead(t *testing.T) {
+	var asked atomic.Int32
+	p, _ := newTestPool(t, poolConfig{Workers: 4, Warm: 4, Queue: 8}, func(p *pool, f *standIns) {
+		f.lazy = true
+		p.restore = func(w *worker) { // at once, as a restore that is quick
+			w.standby.once.Do(func() {
+				asked.Add(1)
+				w.standby.asked.Store(true)
+				close(w.standby.done)
+			})
+		}
+	})
+	byReadiness := func() [3]int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		var n [3]int
+		for _, w := range p.warm {
+			n[w.readiness()]++
+		}
+		return n
+	}
+	waitFor(t, p, "4 warm", func(h Health) bool { return h.Warm == 4 })
+	if got := byReadiness(); got != [3]int{2, 0, 2} {
+		t.Fatalf("warm workers restored, being restored, on standby: %v, want [2 0 2]", got)
+	}
+	for range 3 { // each call gets a restored one, and its retirement restores another
+		w, err := p.acquire(context.Background(), "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.readiness() != 0 {
+			t.Errorf("a call got a worker of readiness %d while restored ones were warm", w.readiness())
+		}
+		p.retire(w)
+		waitFor(t, p, "4 warm", func(h Health) bool { return h.Warm == 4 })
+		if got := byReadiness(); got[0] != 2 {
+			t.Errorf("after a call, warm workers by readiness: %v, want 2 restored", got)
+		}
+	}
+	if n := asked.Load(); n != 2+3 {
+		t.Errorf("%d restores, want 5: 2 ahead at start, then one per retired call", n)
 	}
 }

@@ -58,6 +58,9 @@ type worker struct {
 	// loaded, with their files installed (see learn.go); "" for none.
 	kind      string
 	installed map[string]bool // the files of the packages it was started with
+	// standby is set for a worker started lazily: its interpreter is made
+	// when a call, or the pool ahead of one, asks (see standby.go).
+	standby *standby
 
 	exited   chan struct{} // closed when the process has been reaped
 	exitErr  error         // set before exited is closed
@@ -101,6 +104,7 @@ type workerInit struct {
 	OutputLimit  int    `json:"outputLimit,omitempty"`
 	ErrorLimit   int    `json:"errorLimit,omitempty"`
 	Session      bool   `json:"session,omitempty"`
+	Lazy         bool   `json:"lazy,omitempty"`
 }
 
 // role is what a worker is started for.
@@ -142,10 +146,11 @@ func (s *Supervisor) policy(rt *runtimeFiles, makeSnapshot bool) permissions.Pol
 
 // spawn starts a worker for r and waits until it is connected and has loaded
 // Pyodide. A snapshot worker is returned once connected: it sends its
-// snapshot instead of a ready frame. denoDir is the worker's DENO_DIR; ""
+// snapshot instead of a ready frame. A lazy one is returned on standby,
+// with Pyodide's module compiled and no interpreter yet: see standby.go. denoDir is the worker's DENO_DIR; ""
 // gives it a private copy of the runtime's code cache, removed when it exits,
 // or none when there is no code cache.
-func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDir string) (*worker, error) {
+func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDir string, lazy bool) (*worker, error) {
 	makeSnapshot := r == roleSnapshot
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
 	defer cancel()
@@ -172,7 +177,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 			_ = os.RemoveAll(private)
 		}
 	}
-	init := workerInit{Type: "init", Pyodide: rt.pyodide, MakeSnapshot: makeSnapshot, OutputLimit: s.cfg.OutputLimit, ErrorLimit: s.errorLimit(), Session: r == roleSession}
+	init := workerInit{Type: "init", Pyodide: rt.pyodide, MakeSnapshot: makeSnapshot, OutputLimit: s.cfg.OutputLimit, ErrorLimit: s.errorLimit(), Session: r == roleSession, Lazy: lazy}
 	if !makeSnapshot {
 		init.Snapshot = rt.snapshot
 	}
@@ -187,7 +192,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 		return nil, err
 	}
 
-	args := append([]string{"run"}, permissions.Flags(policy)...)
+	args := append([]string{"run", v8Flags}, permissions.Flags(policy)...)
 	cmd := exec.Command(s.cfg.Deno, append(args, rt.entry)...)
 	cmd.Env = denoEnv(denoDir)
 	// A directory that is there on every platform and stays: the program's.
@@ -222,31 +227,63 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 		w.kill()
 		return nil, fmt.Errorf("worker did not connect: %w (%s)", context.Cause(ctx), w.stderrTail())
 	}
+	if lazy {
+		if err := w.conn.Standby(ctx); err != nil {
+			w.kill()
+			return nil, fmt.Errorf("worker did not get ready: %w (%s)", err, w.stderrTail())
+		}
+		w.standby = &standby{rt: rt, done: make(chan struct{})}
+		return w, nil
+	}
 	ready, err := w.conn.Ready(ctx)
 	if err != nil {
 		w.kill()
 		return nil, fmt.Errorf("worker did not get ready: %w (%s)", err, w.stderrTail())
 	}
-	w.python, w.restored = ready.Python, ready.Snapshot
 	if makeSnapshot {
+		w.python = ready.Python
 		// Its one big frame is the snapshot: the whole wasm memory, which
 		// imports of --deps can grow past the bridge's limit. No user code
 		// runs in this worker.
 		w.conn.SetReadLimit(maxSnapshotSize)
 		return w, nil
 	}
+	if err := s.serving(ctx, w, ready, rt); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// serving makes a worker whose interpreter is ready fit for calls: the
+// limits of a serving worker, and the --deps files. On error w is killed.
+func (s *Supervisor) serving(ctx context.Context, w *worker, ready bridge.Message, rt *runtimeFiles) error {
+	w.python, w.restored = ready.Python, ready.Snapshot
+	if !w.restored && rt.snapshot != "" {
+		s.remakeSnapshot(rt) // the restore failed: the snapshot is stale or damaged
+	}
 	w.conn.SetReadLimit(s.servingReadLimit())
-	log.Debug("worker ready", zap.Bool("snapshot", ready.Snapshot), zap.String("python", ready.Python))
+	s.log.Debug("worker ready", zap.Int("pid", w.proc.Pid()), zap.Bool("snapshot", ready.Snapshot), zap.String("python", ready.Python))
 	if rt.deps != nil {
 		// Restored, the interpreter has the packages loaded but not their
 		// files, which are no part of the wasm memory (see depsSet).
 		if err := w.conn.Install(ctx, rt.deps.wheels); err != nil {
 			w.kill()
-			return nil, fmt.Errorf("worker could not install --deps: %w (%s)", err, w.stderrTail())
+			return fmt.Errorf("worker could not install --deps: %w (%s)", err, w.stderrTail())
 		}
 	}
-	return w, nil
+	return nil
 }
+
+// v8Flags raises the work a wasm function does before V8 optimises it.
+// Each worker is a new process that serves one call, and with V8's default
+// budget it spent 0.4-0.8 s of CPU in its first seconds compiling
+// Pyodide's functions again (the keep-warm tick and the restore made them
+// look hot), more than its whole start: it halved the calls a machine
+// serves. With this budget a call's really hot loops are still optimised
+// within milliseconds and run as fast (a 2M-iteration loop: 214 → 222 ms),
+// and an idle worker costs nothing. (--liftoff-only, which never
+// optimises, made such loops 2.4× slower.)
+const v8Flags = "--v8-flags=--wasm-tiering-budget=100000000"
 
 // maxSnapshotSize bounds a memory snapshot: a wasm32 memory's 4 GiB, and
 // Pyodide's header.

@@ -220,6 +220,7 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 		cfg: poolConfig{Workers: cfg.Workers, Warm: cfg.Warm, Queue: cfg.Queue, QueueTimeout: cfg.QueueTimeout,
 			PerPrincipal: max(cfg.MaxCallsPerPrincipal, 0)},
 		start:    func(ctx context.Context, kind string) (*worker, error) { return s.startWorker(ctx, roleCall, kind) },
+		restore:  s.restore,
 		hot:      s.learn.hot,
 		ctx:      ctx,
 		wg:       &s.wg,
@@ -249,16 +250,14 @@ func (s *Supervisor) startWorker(ctx context.Context, r role, kind string) (*wor
 			kind = ""
 		}
 	}
-	w, err := s.spawn(ctx, rt, r, "")
+	// A plain worker of the pool starts on standby (see standby.go).
+	w, err := s.spawn(ctx, rt, r, "", r == roleCall && kind == "")
 	if err != nil {
 		return nil, err
 	}
 	w.kind = kind
 	if rt.deps != nil {
 		w.installed = rt.deps.files
-	}
-	if !w.restored && rt.snapshot != "" {
-		s.remakeSnapshot(rt)
 	}
 	if s.cfg.MemoryLimit > 0 {
 		// Said once, at start: a limit this platform cannot watch must not
@@ -541,9 +540,12 @@ func (s *Supervisor) takeWorker(ctx context.Context, principal, kind string) (*w
 		if err != nil {
 			return nil, err
 		}
-		pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
-		err = w.conn.Ping(pingCtx)
-		cancel()
+		waited, err := s.awaitRestore(ctx, w)
+		if err == nil && !waited {
+			pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
+			err = w.conn.Ping(pingCtx)
+			cancel()
+		}
 		if err == nil {
 			return w, nil
 		}
