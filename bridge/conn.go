@@ -88,6 +88,22 @@ type RunRequest struct {
 	Globals    json.RawMessage // a JSON object, or nil
 	Watch      []string
 	FilesLimit int64
+	Tools      json.RawMessage // a JSON array, or nil: see Message.Tools
+	// OnToolCall is called, from the goroutine that reads the run's
+	// frames, for each tool call the code makes; it must not block, and
+	// the answer goes back with Conn.ToolResult. Nil refuses tool calls:
+	// one is then a protocol error that ends the run.
+	OnToolCall func(ToolCall)
+}
+
+// ToolCall is a tool of another MCP server that running code asked to call.
+// It comes from the worker, which shares its interpreter with the code: its
+// fields are the code's, to be checked.
+type ToolCall struct {
+	ID     int64
+	Server string
+	Tool   string
+	Args   json.RawMessage
 }
 
 // Files is what a run's files frame brought: changed files and figures,
@@ -116,7 +132,7 @@ type FigureData struct {
 // returned as is, with the files frame that came before it, if any; on
 // error, what was printed before it has already gone to onOutput.
 func (c *Conn) Run(ctx context.Context, req RunRequest, onOutput func(s Stream, lines []string, dropped int)) (Message, Files, error) {
-	run := Message{Type: TypeRun, Code: req.Code, Globals: req.Globals, Watch: req.Watch, FilesLimit: req.FilesLimit}
+	run := Message{Type: TypeRun, Code: req.Code, Globals: req.Globals, Watch: req.Watch, FilesLimit: req.FilesLimit, Tools: req.Tools}
 	if err := c.write(ctx, run); err != nil {
 		return Message{}, Files{}, err
 	}
@@ -146,6 +162,11 @@ func (c *Conn) Run(ctx context.Context, req RunRequest, onOutput func(s Stream, 
 			}
 		case TypeResult:
 			return m, files, nil
+		case TypeToolCall:
+			if req.OnToolCall == nil {
+				return Message{}, files, errors.New("bridge: a tool call, and no tools are configured")
+			}
+			req.OnToolCall(ToolCall{ID: m.ID, Server: m.Server, Tool: m.Tool, Args: m.Args})
 		default:
 			return Message{}, files, fmt.Errorf("bridge: unexpected %q frame during a run", m.Type)
 		}
@@ -303,6 +324,17 @@ func (c *Conn) sendFile(ctx context.Context, f Wheel, size int64, buf []byte) er
 		sent += int64(n)
 	}
 	return nil
+}
+
+// ToolResult answers the tool call id of the running code with value, the
+// result as JSON, or with errText when the call failed. It is safe to call
+// while Run is reading.
+func (c *Conn) ToolResult(ctx context.Context, id int64, value json.RawMessage, errText string) error {
+	m := Message{Type: TypeToolResult, ID: id, Value: value, Error: errText}
+	if errText != "" {
+		m.Value = nil
+	}
+	return c.write(ctx, m)
 }
 
 // Interrupt asks the worker to raise KeyboardInterrupt in the running code.

@@ -57,6 +57,12 @@ const (
 	// then sends TypeReady.
 	TypeStandby = "standby"
 	TypeRestore = "restore"
+	// TypeToolCall (worker → Go), sent during a run, asks for a call of a
+	// tool of another MCP server (code mode): ID, Server, Tool and Args.
+	// TypeToolResult (Go → worker) answers it, with the same ID and either
+	// Value, the result as JSON, or Error.
+	TypeToolCall   = "tool_call"
+	TypeToolResult = "tool_result"
 )
 
 // Stream names the standard stream a line was printed to.
@@ -98,6 +104,16 @@ type Message struct {
 	Globals    json.RawMessage `json:"globals,omitempty"`
 	Watch      []string        `json:"watch,omitempty"`
 	FilesLimit int64           `json:"files_limit,omitempty"`
+	// run: Tools lists the tools the code may call, as a JSON array of
+	// supervisor.ToolSpec: the worker makes Python's mcp_tools module of it.
+	Tools json.RawMessage `json:"tools,omitempty"`
+
+	// tool_call, tool_result
+	ID     int64           `json:"id,omitempty"`
+	Server string          `json:"server,omitempty"`
+	Tool   string          `json:"tool,omitempty"`
+	Args   json.RawMessage `json:"args,omitempty"`
+	Value  json.RawMessage `json:"value,omitempty"`
 
 	// files
 	Changes []Change `json:"changes,omitempty"`
@@ -115,7 +131,7 @@ type Message struct {
 	Status       string          `json:"status,omitempty"`
 	ReturnValue  json.RawMessage `json:"return_value,omitempty"`  // indented JSON; absent for None; cut by the worker past the output limit
 	ReturnString bool            `json:"return_string,omitempty"` // the value is a Python str
-	Error        string          `json:"error,omitempty"`         // result, installed and fatal
+	Error        string          `json:"error,omitempty"`         // result, installed, fatal and tool_result
 	// ReturnCut and ErrorCut are the sizes in bytes of a return value or an
 	// error text that the worker cut to the output limit; 0 when whole.
 	ReturnCut int `json:"return_cut,omitempty"`

@@ -315,19 +315,27 @@ async function serve(init: Init) {
   send(JSON.stringify({ type: "ready", python, snapshot: restored }));
   const keepWarm = setInterval(rehearse, 250);
 
+  // Tool calls of the code (code mode) go out as frames and their answers
+  // come back during the run: see bridge.ToolCall.
+  const toolCalls = new ToolCalls();
+  py.registerJsModule("_mcp_tools_bridge", { call: toolCalls.call });
+
   // Before a run, a worker may be asked for the code's imports, given
   // wheels to install and files to put into its file system; the bytes
   // arrive as binary frames after the frame that announces them.
   let incoming: Incoming | null = null;
   let running = false;
+  let ran = false;
   self.onmessage = async (e: MessageEvent<string | Uint8Array>) => {
     if (e.data instanceof Uint8Array) {
       if (!incoming) return fatal("a binary frame arrived unannounced");
       if (incoming.add(e.data)) await receive();
       return;
     }
-    if (running) return fatal("a frame arrived during a run");
     const msg = JSON.parse(e.data);
+    if (msg.type === "tool_result") return toolCalls.settle(msg.id, e.data);
+    if (running) return fatal("a frame arrived during a run");
+    if (ran) return; // one run: a fresh interpreter per call
     switch (msg.type) {
       case "ping": // the supervisor checks that this interpreter answers before a call
         return send('{"type":"pong"}');
@@ -343,7 +351,7 @@ async function serve(init: Init) {
       default:
         return fatal(`unexpected frame ${msg.type}`);
     }
-    if (!init.session) self.onmessage = null; // one run: a fresh interpreter per call
+    ran = !init.session;
     clearInterval(keepWarm);
     running = true;
     await run(py, runner, init, msg, budget, [out, err]);
@@ -403,6 +411,28 @@ class Incoming {
   }
 }
 
+/**
+ * The tool calls of the running code, waiting for their answers. The
+ * answer of a call is its tool_result frame, as sent: runner.py reads it.
+ */
+class ToolCalls {
+  private waiting = new Map<number, (frame: string) => void>();
+  private last = 0;
+
+  call = (server: string, tool: string, args: string): Promise<string> =>
+    new Promise((resolve) => {
+      const id = ++this.last;
+      this.waiting.set(id, resolve);
+      send(JSON.stringify({ type: "tool_call", id, server, tool, args: JSON.parse(args) }));
+    });
+
+  /** Answers call id; an answer to no call (a stale one, after an interrupt) is dropped. */
+  settle(id: number, frame: string) {
+    this.waiting.get(id)?.(frame);
+    this.waiting.delete(id);
+  }
+}
+
 /** runner.py, as this thread calls it. */
 interface PyRunner {
   run(
@@ -413,6 +443,7 @@ interface PyRunner {
     keep: boolean,
   ): string | Promise<string>;
   imports(code: string): string;
+  set_tools(spec: string): void;
   take_figures(): { toJs(): [string, Uint8Array][]; destroy(): void };
 }
 
@@ -425,6 +456,8 @@ interface RunFrame {
   watch?: string[];
   /** Bytes of changed files sent back; past it files are listed only. */
   files_limit?: number;
+  /** The tools the code may call: runner.py makes the mcp_tools module of them. */
+  tools?: unknown[];
 }
 
 /** Runs one call's code and sends its outcome: files, then the result. */
@@ -446,6 +479,7 @@ async function run(
     if (init.session) Atomics.store(init.interrupt, 0, 0);
     py.setInterruptBuffer(init.interrupt);
   }
+  if (msg.tools) runner.set_tools(JSON.stringify(msg.tools));
   const before = scanAll(py, msg.watch ?? []);
   let result: string;
   let ended = false;

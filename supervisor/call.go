@@ -41,6 +41,10 @@ func (s *Supervisor) call(ctx context.Context, w *worker, run bridge.RunRequest,
 	}
 
 	out := output{limit: s.cfg.OutputLimit, onLine: onLine}
+	if tools := s.newToolRelay(stopCtx, w.conn); tools != nil {
+		defer tools.close()
+		run.Tools, run.OnToolCall = tools.spec(), tools.handle
+	}
 	done := make(chan outcome, 1)
 	go func() {
 		// Not bounded by the call's context: after an interrupt the result

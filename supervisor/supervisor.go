@@ -82,6 +82,12 @@ type Config struct {
 	// MountLimits bound what a mount copies in; zero fields get defaults.
 	MountLimits mount.Limits
 
+	// Tools, if not nil, are the tools of other MCP servers that code may
+	// call (code mode); ToolCalls bounds how many one run may make: 0
+	// means DefaultToolCalls, negative no limit.
+	Tools     Tools
+	ToolCalls int
+
 	// CacheLimit bounds the total size of the cache directory's entries
 	// (worker programs, Pyodide installs, memory snapshots, package files
 	// and index pages: see package cachedir). Past it the supervisor
@@ -128,6 +134,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MountLimits.MaxFiles <= 0 {
 		c.MountLimits.MaxFiles = DefaultMountFiles
+	}
+	if c.ToolCalls == 0 {
+		c.ToolCalls = DefaultToolCalls
 	}
 	return c
 }

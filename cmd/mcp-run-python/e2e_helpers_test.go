@@ -88,6 +88,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(toolServerRole) != "" {
+		serveToolServer()
+	}
 	code := m.Run()
 	printFigures()
 	if tempRoot != "" {

@@ -106,6 +106,11 @@ func newSupervisor(cfg supervisor.Config, log *zap.Logger) engine {
 	return supervisor.New(cfg, log)
 }
 
+// serves reports whether mode serves MCP, rather than a command that ends.
+func serves(mode config.Mode) bool {
+	return mode != config.ModeWarmup && mode != config.ModeExample && mode != config.ModeCache
+}
+
 // streams are the standard streams of the program. In stdio mode out carries
 // MCP messages and nothing else.
 type streams struct {
@@ -138,6 +143,15 @@ func run(ctx context.Context, args []string, std streams, env config.Environment
 	// and the HTTP modes serve it at /metrics.
 	metrics := transport.NewMetricsRegistry()
 	cfg.Supervisor.Metrics = metrics
+	var tools *codeTools
+	if cfg.Tools.File != "" && serves(cfg.Mode) {
+		if tools, err = openCodeTools(ctx, cfg.Tools, log); err != nil {
+			fmt.Fprintf(std.err, "mcp-run-python: %v\n", err)
+			return exitFailure
+		}
+		defer tools.close(log)
+		cfg.Supervisor.Tools = tools.box
+	}
 	eng := newEngine(cfg.Supervisor, log)
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), engineCloseTimeout)
@@ -191,6 +205,9 @@ func run(ctx context.Context, args []string, std streams, env config.Environment
 		},
 		CodeLimit: cfg.Supervisor.CodeLimit,
 		Limits:    &cfg.Limits,
+	}
+	if tools != nil {
+		o.Options.CodeTools = tools.describe
 	}
 	p := transport.Probes{Health: eng.Health, Metrics: metrics, Calls: o.Calls, Log: log}
 	err = serve(ctx, cfg, o, p, std)

@@ -75,6 +75,7 @@ const (
 	defaultFilesStoreLimit = "1GiB"
 	defaultImageLimit      = "1MiB"
 	defaultCacheLimit      = "4GiB"
+	defaultToolResultLimit = "1MiB"
 )
 
 // Config is everything the command line and the environment decide.
@@ -118,6 +119,10 @@ type Config struct {
 	// key; both empty for plain HTTP.
 	TLSCert, TLSKey string
 
+	// Tools is code mode: the tools of other MCP servers that code may
+	// call; its zero value offers none.
+	Tools Tools
+
 	// Prune, in the cache mode, removes the least recently used entries of
 	// the cache directory beyond Supervisor.CacheLimit instead of listing
 	// them.
@@ -145,6 +150,18 @@ type Auth struct {
 	PublicURL string
 	// Metrics puts /metrics behind the tokens too.
 	Metrics bool
+}
+
+// Tools configures code mode (see package toolbox).
+type Tools struct {
+	// File is the mcpServers JSON file that names the servers; "" for none.
+	File string
+	// Allow narrows the callable tools: comma-separated server.tool or
+	// server.* entries; "" allows every tool.
+	Allow string
+	// ResultLimit is the largest tool result code may get, in bytes; 0
+	// for no limit.
+	ResultLimit int64
 }
 
 // Enabled reports whether callers must authenticate.
@@ -242,6 +259,10 @@ type flagValues struct {
 	metricsAuth       bool
 	tlsCert           string
 	tlsKey            string
+	toolsConfig       string
+	toolsAllow        string
+	toolCalls         int
+	toolResultLimit   int64
 }
 
 // newFlagSet defines the flags into v, with help for goos. Each flag checks
@@ -299,6 +320,10 @@ func newFlagSet(v *flagValues, goos string) *pflag.FlagSet {
 	fs.BoolVar(&v.metricsAuth, "metrics-auth", false, "serve /metrics only with a token, like MCP (/healthz and /readyz never need one)")
 	fs.StringVar(&v.tlsCert, "tls-cert", "", "serve the HTTP modes over TLS with this certificate (PEM, chain included); needs --tls-key")
 	fs.StringVar(&v.tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")
+	fs.StringVar(&v.toolsConfig, "tools-config", "", "code mode: let code call the tools of the MCP servers this file names (the mcpServers JSON of desktop clients), as the async functions of the Python module mcp_tools")
+	fs.StringVar(&v.toolsAllow, "tools-allow", "", "with --tools-config: the only tools code may call, as comma-separated server.tool or server.* (default: all)")
+	fs.Var(newIntFlag(&v.toolCalls, supervisor.DefaultToolCalls, 0, math.MaxInt), "tool-calls", "with --tools-config: tool calls one run may make; 0 for no limit")
+	fs.Var(newByteSize(&v.toolResultLimit, defaultToolResultLimit, math.MaxInt64), "tool-result-limit", "with --tools-config: the largest tool result code may get; 0 for no limit")
 	fs.StringVar(&v.deno, "deno", "", denoHelp(goos))
 	fs.StringVar(&v.cacheDir, "cache-dir", "", cacheDirHelp(goos))
 	fs.Var(newByteSize(&v.cacheLimit, defaultCacheLimit, math.MaxInt64), "cache-limit", "size the cache directory's worker programs, Pyodide installs, memory snapshots and package files may take; the least recently used beyond it are removed, never one in use; 0 for no limit")
@@ -488,6 +513,7 @@ func parse(args []string, env Environment, goos string) (Config, error) {
 		},
 		TLSCert: v.tlsCert,
 		TLSKey:  v.tlsKey,
+		Tools:   Tools{File: v.toolsConfig, Allow: v.toolsAllow, ResultLimit: v.toolResultLimit},
 		Prune:   v.prune,
 	}, nil
 }
@@ -566,7 +592,17 @@ func parseSupervisor(v flagValues, src flagSources, env Environment, goos string
 		Mounts:               v.mounts,
 		MountLimits:          mount.Limits{MaxBytes: v.mountLimit, MaxFiles: v.mountFiles},
 		CacheLimit:           v.cacheLimit,
+		ToolCalls:            toolCalls(v.toolCalls),
 	}.WithDefaults(), nil
+}
+
+// toolCalls is supervisor.Config.ToolCalls for the flag's value n: 0 is
+// no limit there, and negative here.
+func toolCalls(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // perPrincipal is supervisor.Config.MaxCallsPerPrincipal for the flag's

@@ -88,6 +88,7 @@ func defaultConfig() Config {
 			FilesLimit:           supervisor.DefaultFilesLimit,
 			MountLimits:          mount.Limits{MaxBytes: supervisor.DefaultMountBytes, MaxFiles: supervisor.DefaultMountFiles},
 			CacheLimit:           4 << 30,
+			ToolCalls:            supervisor.DefaultToolCalls,
 		},
 		ShutdownTimeout: 10 * time.Second,
 		Limits: transport.Limits{
@@ -103,6 +104,7 @@ func defaultConfig() Config {
 		FilesTTL:        30 * time.Minute,
 		FilesStoreLimit: 1 << 30,
 		ImageLimit:      1 << 20,
+		Tools:           Tools{ResultLimit: 1 << 20},
 	}
 }
 
@@ -223,6 +225,17 @@ func TestParseConfig(t *testing.T) {
 				c.Auth = Auth{OAuthIssuer: "https://auth.example.com/realms/x", OAuthAudience: "mcp-run-python", OAuthScopes: []string{"mcp:run", "mcp:files"},
 					PublicURL: "https://mcp.example.com/mcp", Metrics: true}
 				c.TLSCert, c.TLSKey = "/etc/tls/crt.pem", "/etc/tls/key.pem"
+			}},
+		{"code mode", []string{"stdio", "--tools-config", "/etc/mcp/servers.json", "--tools-allow", "calc.add,web.*",
+			"--tool-calls", "50", "--tool-result-limit", "64KiB"}, standardEnv(),
+			func(c *Config) {
+				c.Tools = Tools{File: "/etc/mcp/servers.json", Allow: "calc.add,web.*", ResultLimit: 64 << 10}
+				c.Supervisor.ToolCalls = 50
+			}},
+		{"code mode without limits", []string{"stdio", "--tools-config", "s.json", "--tool-calls", "0", "--tool-result-limit", "0"}, standardEnv(),
+			func(c *Config) {
+				c.Tools = Tools{File: "s.json"}
+				c.Supervisor.ToolCalls = -1
 			}},
 		{"static tokens from env", []string{"sse"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_AUTH_TOKEN_FILE": "/etc/mcp/tokens"}),
 			func(c *Config) { c.Mode, c.Auth.TokenFile = ModeSSE, "/etc/mcp/tokens" }},

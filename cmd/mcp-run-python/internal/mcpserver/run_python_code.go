@@ -84,9 +84,17 @@ func runPythonCode(o Options, levels *LevelStore, owners owners) tool {
 		def.Title = pypiTitle
 	}
 	return tool{
-		def:      def,
-		handle:   h.handle,
-		describe: func() string { return toolDescription(o.Schema, o.Runner.PythonVersion()) },
+		def:    def,
+		handle: h.handle,
+		describe: func() string {
+			d := toolDescription(o.Schema, o.Runner.PythonVersion())
+			if o.CodeTools != nil {
+				if tools := o.CodeTools(); tools != "" {
+					d += "\n" + tools
+				}
+			}
+			return d
+		},
 	}
 }
 

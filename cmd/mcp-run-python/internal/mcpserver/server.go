@@ -54,6 +54,10 @@ type Options struct {
 	// ImageLimit is the largest image sent inline; larger ones are only
 	// linked. 0 sends every image inline.
 	ImageLimit int64
+	// CodeTools, when not nil, returns the text that tells the model which
+	// tools of other MCP servers code may call (--tools-config), appended
+	// to run_python_code's description each time the tools are listed.
+	CodeTools func() string
 }
 
 // tool is one tool of the server: its definition, its handler, and, when

@@ -1,0 +1,126 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mcp-run-python/mcp-run-python/bridge"
+)
+
+// DefaultToolCalls is how many tool calls one run may make when
+// Config.ToolCalls is 0.
+const DefaultToolCalls = 1000
+
+// toolReplyTimeout bounds the write of one answer to a worker: the run may
+// have ended, and its connection with it.
+const toolReplyTimeout = 5 * time.Second
+
+// maxToolCallsInFlight bounds the tool calls of one run that are made at
+// once: past it, the run's frames wait to be read, so that code that sends
+// calls without awaiting them cannot make the server start goroutines
+// without bound.
+const maxToolCallsInFlight = 64
+
+// errRunEnded cancels the tool calls still pending when their run ends.
+var errRunEnded = errors.New("the run ended")
+
+// toolRelay answers the tool calls of one run (code mode): each is made in
+// its own goroutine, with the run's context, so that a run that is
+// stopped (time limit, cancellation, kill) stops its pending calls too.
+// The calls of a run are counted against Config.ToolCalls.
+type toolRelay struct {
+	tools Tools
+	conn  *bridge.Conn
+	limit int // calls a run may make; negative for no limit
+	ctx   context.Context
+	stop  context.CancelCauseFunc
+
+	mu       sync.Mutex
+	made     int
+	calls    sync.WaitGroup
+	inFlight chan struct{}
+}
+
+// newToolRelay returns the relay of a run whose context is ctx, or nil when
+// no tools are configured.
+func (s *Supervisor) newToolRelay(ctx context.Context, conn *bridge.Conn) *toolRelay {
+	if s.cfg.Tools == nil {
+		return nil
+	}
+	ctx, stop := context.WithCancelCause(ctx)
+	return &toolRelay{tools: s.cfg.Tools, conn: conn, limit: s.cfg.ToolCalls, ctx: ctx, stop: stop,
+		inFlight: make(chan struct{}, maxToolCallsInFlight)}
+}
+
+// spec is the run frame's list of the tools, for Python's mcp_tools.
+func (r *toolRelay) spec() json.RawMessage {
+	if r == nil {
+		return nil
+	}
+	b, err := json.Marshal(r.tools.List())
+	if err != nil {
+		return nil // a ToolSpec always marshals
+	}
+	return b
+}
+
+// handle answers one call, in the background; see bridge.RunRequest.OnToolCall.
+func (r *toolRelay) handle(c bridge.ToolCall) {
+	r.mu.Lock()
+	r.made++
+	over := r.limit >= 0 && r.made > r.limit
+	r.mu.Unlock()
+	select {
+	case r.inFlight <- struct{}{}:
+	case <-r.ctx.Done():
+		return // the run is over: nobody waits for the answer
+	}
+	r.calls.Go(func() {
+		defer func() { <-r.inFlight }()
+		var value json.RawMessage
+		var errText string
+		if over {
+			errText = fmt.Sprintf("this run has made more than %d tool calls, the limit (--tool-calls)", r.limit)
+		} else {
+			value, errText = r.call(c)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), toolReplyTimeout)
+		defer cancel()
+		_ = r.conn.ToolResult(ctx, c.ID, value, errText) // a run that ended no longer listens
+	})
+}
+
+// call makes one tool call and returns its value as JSON (structured
+// content, else the text as a string), or why it failed.
+func (r *toolRelay) call(c bridge.ToolCall) (json.RawMessage, string) {
+	res, err := r.tools.Call(r.ctx, c.Server, c.Tool, c.Args)
+	switch {
+	case err != nil && r.ctx.Err() != nil:
+		return nil, fmt.Sprintf("the call of %s.%s was cancelled: %v", c.Server, c.Tool, context.Cause(r.ctx))
+	case err != nil:
+		return nil, err.Error()
+	case res.IsError:
+		if res.Text == "" {
+			return nil, fmt.Sprintf("%s.%s failed", c.Server, c.Tool)
+		}
+		return nil, res.Text
+	case res.Structured != nil:
+		return res.Structured, ""
+	}
+	text, _ := json.Marshal(res.Text)
+	return text, ""
+}
+
+// close cancels the calls still pending, because the run ended, and waits
+// for them.
+func (r *toolRelay) close() {
+	if r == nil {
+		return
+	}
+	r.stop(errRunEnded)
+	r.calls.Wait()
+}
