@@ -161,7 +161,8 @@ func TestCodeModeCallsTools(t *testing.T) {
 			if tc.want == "" {
 				for _, want := range []string{"add(*, a, b)", "Add two numbers.", "a (number, required): the first", "b (number, required)"} {
 					if !strings.Contains(got, want) {
-						t.Errorf("help output lacks %q:\n%s", want, got); return
+						t.Errorf("help output lacks %q:\n%s", want, got)
+						return
 					}
 				}
 				return
@@ -215,23 +216,21 @@ func TestCodeModeCallsTools(t *testing.T) {
 }
 
 // BenchmarkToolCallOverhead: what a tool call costs code beyond the tool's
-// own time, which is the same call made by a Go MCP client straight to the
-// tool server (web, over Streamable HTTP).
+// own time, which is the same call made by a Go MCP client, in another
+// process, to its own copy of the tool server over the same transport
+// (stdio).
 func BenchmarkToolCallOverhead(b *testing.B) {
 	s := benchSetup(b)
-	args, ts := toolsArgs(b, s)
+	args, _ := toolsArgs(b, s)
 	srv, _ := startStdio(b, s.bin, append(args, "stdio"))
 	const calls = 200
-	loop := fmt.Sprintf("import time\nt = time.perf_counter()\nfor _ in range(%d):\n    await mcp_tools.web.echo(text='x')\n(time.perf_counter() - t) * 1000 / %d", calls, calls)
-	direct, err := client.NewStreamableHttpClient(ts.webURL)
+	loop := fmt.Sprintf("import time\nt = time.perf_counter()\nfor _ in range(%d):\n    await mcp_tools.calc.echo(text='x')\n(time.perf_counter() - t) * 1000 / %d", calls, calls)
+	direct, err := client.NewStdioMCPClient(os.Args[0], []string{toolServerRole + "=1"}, "-test.run=^$")
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
-	if err := direct.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
 	b.Cleanup(func() { _ = direct.Close() })
+	ctx := context.Background()
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = e2eProtocol
 	if _, err := direct.Initialize(ctx, init); err != nil {
@@ -259,7 +258,7 @@ func BenchmarkToolCallOverhead(b *testing.B) {
 		own = append(own, time.Since(start)/calls)
 	}
 	c, o := percentile(fromCode, 0.5), percentile(own, 0.5)
-	report(b, "a tool call from code, median of 7 loops of 200", ms(c), "ms", "")
+	report(b, "a tool call from code (stdio tool server), median of 7 loops of 200", ms(c), "ms", "")
 	report(b, "the same call from a Go MCP client (the tool's own time)", ms(o), "ms", "")
 	report(b, "overhead of a tool call from code", ms(c-o), "ms", "≤ 1 ms")
 }
