@@ -336,16 +336,17 @@ func (p *pool) offer(w *worker) {
 }
 
 // restoreAhead has the interpreters of standby workers made while fewer
-// than half the Warm workers (rounded up) have theirs made or being made:
-// the rest stay on standby, which holds less memory at rest (see
-// standby.go). p.mu must be held.
+// than half the Warm workers (rounded up) are plain ones with theirs made
+// or being made: the rest stay on standby, which holds less memory at rest
+// (see standby.go). Workers of a kind do not count: they serve no plain
+// call. p.mu must be held.
 func (p *pool) restoreAhead() {
 	if p.restore == nil {
 		return
 	}
 	want := p.cfg.Warm - p.cfg.Warm/2
 	for _, w := range p.warm {
-		if w.readiness() < 2 {
+		if w.kind == "" && w.readiness() < 2 {
 			want--
 		}
 	}

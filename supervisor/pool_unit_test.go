@@ -481,3 +481,24 @@ func TestPoolRestoresHalfItsWarmWorkersAhead(t *testing.T) {
 		t.Errorf("%d restores, want 5: 2 ahead at start, then one per retired call", n)
 	}
 }
+
+func TestPoolRestoresPlainWorkersAheadOfKinds(t *testing.T) {
+	p, _ := newTestPool(t, poolConfig{Workers: 2, Warm: 2, Queue: 8}, func(p *pool, f *standIns) {
+		f.lazy = true // workers of a kind start restored, as the supervisor's do
+		p.hot = func() []string { return []string{"k"} }
+		p.restore = func(w *worker) {
+			w.standby.once.Do(func() {
+				w.standby.asked.Store(true)
+				close(w.standby.done)
+			})
+		}
+	})
+	waitFor(t, p, "2 warm", func(h Health) bool { return h.Warm == 2 })
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, w := range p.warm {
+		if w.kind == "" && w.readiness() != 0 {
+			t.Errorf("the plain warm worker is on standby beside a worker of kind k: plain calls would wait for its restore")
+		}
+	}
+}
