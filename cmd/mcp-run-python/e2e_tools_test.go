@@ -172,6 +172,17 @@ func TestCodeModeCallsTools(t *testing.T) {
 			}
 		})
 	}
+	t.Run("calls past mcp_tools are checked too", func(t *testing.T) {
+		// Code can send any tool call frame it likes: the trusted side
+		// checks each, whatever the module would have done.
+		got := c.run(t, "import json\nfrom _mcp_tools_bridge import call\n"+
+			"r = [json.loads(await call(s, n, a)).get('error') for s, n, a in [('calc', 'add', '[1, 2]'), ('web', 'secret', '{}'), ('nosuch', 'x', '{}'), ('web', 'add', '{\"a\": 1}')]]\nr")
+		for _, want := range []string{"want a JSON object", "not allowed (--tools-allow)", "no tool server is named", "invalid arguments for web.add"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("lacks %q:\n%s", want, got)
+			}
+		}
+	})
 	if n := ts.webCalls.Load(); n != 200 {
 		t.Errorf("web's add ran %d times, want 200: the loop's, and not the one with invalid arguments", n)
 	}
@@ -261,4 +272,16 @@ func BenchmarkToolCallOverhead(b *testing.B) {
 	report(b, "a tool call from code (stdio tool server), median of 7 loops of 200", ms(c), "ms", "")
 	report(b, "the same call from a Go MCP client (the tool's own time)", ms(o), "ms", "")
 	report(b, "overhead of a tool call from code", ms(c-o), "ms", "≤ 1 ms")
+}
+
+// Code mode works the same over every transport of ours: the tool calls
+// travel inside the run, not over the client's connection.
+func TestCodeModeOverEveryTransport(t *testing.T) {
+	for _, mode := range allModes {
+		t.Run(mode, func(t *testing.T) {
+			tg, _ := toolsTarget(t, mode)
+			tg.connect(t).expectRun(t, "(await mcp_tools.calc.add(a=40, b=2))['sum']",
+				"<status>success</status>\n<return_value>\n42\n</return_value>")
+		})
+	}
 }
