@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -24,7 +25,15 @@ type poolConfig struct {
 	Queue        int           // calls that may wait for a worker
 	QueueTimeout time.Duration // how long a call may wait; 0 means no limit
 	PerPrincipal int           // workers one principal may hold; 0 means no limit
+	// Busy is how long after a call all Warm workers are kept restored,
+	// rather than half of them (see restoreAhead); 0 means defaultBusy.
+	Busy time.Duration
 }
+
+// defaultBusy is poolConfig.Busy's default: calls that come within it of
+// each other find every warm worker restored, as they would without
+// standby workers; a server idle that long holds half of them on standby.
+const defaultBusy = 30 * time.Second
 
 // pool hands out warm workers. Every worker is in exactly one state:
 // starting, warm (idle, in warm) or busy (taken by a call). Once begun, the
@@ -72,6 +81,9 @@ type pool struct {
 	// perPlace is the recent wait per place in the queue (an exponentially
 	// weighted mean): a call with n calls before it waits about n+1 times it.
 	perPlace time.Duration
+
+	busyUntil time.Time   // until when every warm worker is kept restored
+	trim      *time.Timer // puts the extra restored workers back on standby after busyUntil
 
 	started  bool  // a worker has started: the pool serves
 	failures int   // consecutive failed starts
@@ -277,6 +289,7 @@ func (p *pool) take(w *worker, principal string) {
 		p.holders, p.running, p.served = map[*worker]string{}, map[string]int{}, map[string]uint64{}
 	}
 	p.busy++
+	p.busyFor()
 	p.holders[w] = principal
 	p.running[principal]++
 	p.tick++
@@ -335,16 +348,69 @@ func (p *pool) offer(w *worker) {
 	p.restoreAhead()
 }
 
+// restoredWanted is how many plain warm workers restoreAhead keeps
+// restored: all of them while calls come, half (rounded up) once the pool
+// has been idle for poolConfig.Busy. p.mu must be held.
+func (p *pool) restoredWanted() int {
+	if time.Now().Before(p.busyUntil) {
+		return p.cfg.Warm
+	}
+	return p.cfg.Warm - p.cfg.Warm/2
+}
+
+// busyFor notes a call: every warm worker is wanted restored for
+// poolConfig.Busy, after which the extra ones are put back on standby.
+// p.mu must be held.
+func (p *pool) busyFor() {
+	if p.restore == nil {
+		return
+	}
+	busy := cmp.Or(p.cfg.Busy, defaultBusy)
+	p.busyUntil = time.Now().Add(busy)
+	if p.trim != nil {
+		p.trim.Reset(busy)
+		return
+	}
+	p.trim = time.AfterFunc(busy, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.trimRestored()
+	})
+}
+
+// trimRestored retires the plain warm workers restored beyond
+// restoredWanted: their replacements start on standby, and the memory of
+// their interpreters goes back to the system. p.mu must be held.
+func (p *pool) trimRestored() {
+	if p.closed || time.Now().Before(p.busyUntil) {
+		return
+	}
+	extra := -p.restoredWanted()
+	for _, w := range p.warm {
+		if w.kind == "" && w.readiness() == 0 {
+			extra++
+		}
+	}
+	p.warm = slices.DeleteFunc(p.warm, func(w *worker) bool {
+		if extra <= 0 || w.kind != "" || w.readiness() != 0 {
+			return false
+		}
+		extra--
+		p.reap(w)
+		return true
+	})
+}
+
 // restoreAhead has the interpreters of standby workers made while fewer
-// than half the Warm workers (rounded up) are plain ones with theirs made
-// or being made: the rest stay on standby, which holds less memory at rest
-// (see standby.go). Workers of a kind do not count: they serve no plain
-// call. p.mu must be held.
+// plain warm workers than restoredWanted have theirs made or being made:
+// the rest stay on standby, which holds less memory at rest (see
+// standby.go). Workers of a kind do not count: they serve no plain call.
+// p.mu must be held.
 func (p *pool) restoreAhead() {
 	if p.restore == nil {
 		return
 	}
-	want := p.cfg.Warm - p.cfg.Warm/2
+	want := p.restoredWanted()
 	for _, w := range p.warm {
 		if w.kind == "" && w.readiness() < 2 {
 			want--
@@ -508,6 +574,9 @@ func (p *pool) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true
+	if p.trim != nil {
+		p.trim.Stop()
+	}
 	for _, w := range p.warm {
 		p.wg.Go(w.kill)
 	}
