@@ -587,7 +587,14 @@ func (p *pool) close() {
 func (p *pool) health() Health {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	h := Health{Warm: len(p.warm), Busy: p.busy, Starting: p.starting, Waiting: len(p.waiters)}
+	h := Health{Busy: p.busy, Starting: p.starting, Waiting: len(p.waiters)}
+	for _, w := range p.warm {
+		if w.readiness() == 1 {
+			h.Starting++ // being restored: working, not idle
+		} else {
+			h.Warm++
+		}
+	}
 	if h.Warm == 0 {
 		h.Wait = time.Duration(h.Waiting+1) * p.perPlace
 	}

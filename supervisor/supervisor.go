@@ -160,9 +160,9 @@ var (
 
 // Health is a snapshot of the pool's state.
 type Health struct {
-	Warm     int // idle workers ready for a call
+	Warm     int // idle workers ready for a call, restored or on standby
 	Busy     int // workers running a call
-	Starting int // workers booting
+	Starting int // workers booting, or being restored from standby
 	Waiting  int // calls waiting for a worker
 	Sessions int // workers of live sessions, outside the pool
 	// Wait is how long a new call would wait for a worker, estimated from
