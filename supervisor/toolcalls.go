@@ -39,8 +39,7 @@ type toolRelay struct {
 	ctx   context.Context
 	stop  context.CancelCauseFunc
 
-	mu       sync.Mutex
-	made     int
+	made     int // read and written by handle only
 	calls    sync.WaitGroup
 	inFlight chan struct{}
 }
@@ -69,11 +68,11 @@ func (r *toolRelay) spec() json.RawMessage {
 }
 
 // handle answers one call, in the background; see bridge.RunRequest.OnToolCall.
+// It is called from the goroutine that reads the run's frames, one call at
+// a time.
 func (r *toolRelay) handle(c bridge.ToolCall) {
-	r.mu.Lock()
 	r.made++
 	over := r.limit >= 0 && r.made > r.limit
-	r.mu.Unlock()
 	select {
 	case r.inFlight <- struct{}{}:
 	case <-r.ctx.Done():

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"math"
 	"os/exec"
 	"slices"
 	"strings"
@@ -19,8 +17,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.uber.org/zap"
-	"go.uber.org/zap/exp/zapslog"
 
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/slogzap"
 	"github.com/mcp-run-python/mcp-run-python/supervisor"
 )
 
@@ -151,7 +149,7 @@ func (t *Toolbox) connect(s *toolServer) (*client.Client, []*tool, error) {
 // dial makes the client of s; a stdio server's process starts here.
 func (t *Toolbox) dial(s *toolServer) (*client.Client, error) {
 	cfg := s.cfg
-	logger := slogLogger(s.log)
+	logger := slogzap.New(s.log)
 	var c *client.Client
 	var err error
 	switch cfg.Transport {
@@ -403,14 +401,4 @@ func kick(ch chan struct{}) {
 	case ch <- struct{}{}:
 	default:
 	}
-}
-
-// slogLogger returns an slog logger that writes to log, for mcp-go's
-// transports, without stack traces: they log a server that went away as
-// an error, which it is not for us.
-func slogLogger(log *zap.Logger) *slog.Logger {
-	return slog.New(zapslog.NewHandler(log.Core(),
-		zapslog.WithName(log.Name()),
-		zapslog.AddStacktraceAt(slog.Level(math.MaxInt)),
-	))
 }

@@ -12,8 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -25,9 +23,9 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
-	"go.uber.org/zap/exp/zapslog"
 
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcpserver"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/slogzap"
 )
 
 // Paths of the HTTP modes.
@@ -633,7 +631,7 @@ func newStreamableFrontEnd(o Options, stateless bool) *HTTPFrontEnd {
 	mcpServer := mcpserver.New(o.Options, !stateless, hooks)
 	opts := []server.StreamableHTTPOption{
 		server.WithEndpointPath(streamablePath),
-		server.WithStreamableHTTPLogger(slogLogger(o.Log)),
+		server.WithStreamableHTTPLogger(slogzap.New(o.Log)),
 		server.WithStreamableHTTPCORS(corsOrigins(front.limits)...),
 	}
 	var ids *sessionIDs
@@ -909,17 +907,4 @@ func (w *sessionWatch) done(sessionID string) <-chan struct{} {
 	ch := make(chan struct{})
 	close(ch)
 	return ch
-}
-
-// slogLogger returns an slog logger that writes to log's core under log's
-// name, for mcp-go, so that its records reach stderr at the configured
-// level. zapslog maps the levels (below Info to Debug, Warn, Error), writes
-// a group's attributes in a zap namespace and a group attribute as an
-// object. It adds no stack traces: mcp-go logs a client that went away as an
-// error, which is not the server's fault, and log adds none either.
-func slogLogger(log *zap.Logger) *slog.Logger {
-	return slog.New(zapslog.NewHandler(log.Core(),
-		zapslog.WithName(log.Name()),
-		zapslog.AddStacktraceAt(slog.Level(math.MaxInt)),
-	))
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcptest"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/slogzap"
 )
 
 func TestUnaddressableCancel(t *testing.T) {
@@ -128,7 +129,7 @@ func TestPendingResponses(t *testing.T) {
 // inside the group and no stack trace.
 func TestSlogLoggerReachesZap(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
-	log := slogLogger(zap.New(core).Named("mcp-run-python"))
+	log := slogzap.New(zap.New(core).Named("mcp-run-python"))
 
 	log.Debug("below the level")
 	log.With("session", "s1").WithGroup("request").Error("failed to write", "err", "broken pipe", slog.Int("n", 2))
