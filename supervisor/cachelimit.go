@@ -9,7 +9,6 @@ package supervisor
 // Other code holds the entries it makes or uses with holdCacheEntry.
 
 import (
-	"context"
 	"maps"
 	"slices"
 	"sync"
@@ -67,8 +66,6 @@ func (s *Supervisor) holdCacheEntry(path string) (release func(), err error) {
 	}
 	if c.holds == nil {
 		c.holds = map[*cachedir.Hold]struct{}{}
-		// Whatever is still held goes when the supervisor closes.
-		context.AfterFunc(s.ctx, s.releaseCache)
 	}
 	c.holds[h] = struct{}{}
 	c.mu.Unlock()
@@ -82,18 +79,18 @@ func (s *Supervisor) holdCacheEntry(path string) (release func(), err error) {
 	}), nil
 }
 
-// releaseCache releases every hold, once the supervisor closes (from
-// keepCache, else when its context ends); holds asked for later fail.
+// releaseCache releases every hold once the supervisor has closed: Close
+// calls it after its goroutines end, and returns only when it has. Holds
+// asked for later fail.
 func (s *Supervisor) releaseCache() {
 	c := &s.cache
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.released = true
-	holds := slices.Collect(maps.Keys(c.holds))
-	c.holds, c.runtime = map[*cachedir.Hold]struct{}{}, nil
-	c.mu.Unlock()
-	for _, h := range holds {
+	for h := range c.holds {
 		_ = h.Release()
 	}
+	c.holds, c.runtime = nil, nil
 }
 
 // holdRuntime holds the cache entries that rt uses, in place of those of
@@ -155,9 +152,8 @@ func (s *Supervisor) holdRuntime(rt *runtimeFiles) {
 // keepCache is the cache's upkeep until the supervisor closes: it prunes
 // at once (the runtime was just prepared, perhaps with a new snapshot), then
 // every pruneEvery and when asked, and follows the runtime that repair puts
-// in place. When it ends it releases every hold, before Close returns.
+// in place.
 func (s *Supervisor) keepCache() {
-	defer s.releaseCache()
 	prune := time.NewTicker(pruneEvery)
 	defer prune.Stop()
 	follow := time.NewTicker(followEvery)

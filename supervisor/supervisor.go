@@ -587,8 +587,8 @@ func (s *Supervisor) PythonVersion() string {
 	return s.python.Load().(string)
 }
 
-// Close stops all workers, cancelling the calls they run, and waits for them
-// to be gone.
+// Close stops all workers, cancelling the calls they run, waits for them
+// to be gone, and then lets go of the cache entries it holds.
 func (s *Supervisor) Close(ctx context.Context) error {
 	s.cancel()
 	s.pool.close()
@@ -603,6 +603,7 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	s.releaseCache()
 	var err error
 	if s.bridge != nil {
 		err = s.bridge.Close()
