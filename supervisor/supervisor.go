@@ -421,10 +421,13 @@ func (s *Supervisor) serve(ctx context.Context, req Request, ss *Session) (res R
 	}()
 	code, onLine := req.Code, req.OnLine
 	// The installs' warnings (extras a package does not declare) open the
-	// call's output. Only the installer's own goroutine sends them; the
-	// downloads' goroutines send progress only.
+	// call's output. The downloads' goroutines send progress at once, and
+	// OnLine is promised one line at a time.
 	var warnings []string
+	var installMu sync.Mutex
 	installOut := func(l Line) {
+		installMu.Lock()
+		defer installMu.Unlock()
 		if l.Stream == Stderr {
 			warnings = append(warnings, l.Text)
 		}
