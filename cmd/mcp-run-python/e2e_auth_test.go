@@ -58,9 +58,12 @@ func newLocalIssuer(t *testing.T) *localIssuer {
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var doc any
+		// From the request, not iss.url: that is set after the server
+		// starts, with no ordering the race detector can see.
+		url := "http://" + r.Host
 		switch r.URL.Path {
 		case "/.well-known/oauth-authorization-server":
-			doc = map[string]string{"issuer": iss.url, "jwks_uri": iss.url + "/jwks"}
+			doc = map[string]string{"issuer": url, "jwks_uri": url + "/jwks"}
 		case "/jwks":
 			doc = map[string]any{"keys": []jwk.Key{pub}}
 		default:
