@@ -36,9 +36,9 @@ type installer struct {
 	cache    *packages.Cache
 	imports  map[string]string // import name → package name, from Pyodide's lock file
 	log      *zap.Logger
-	// builtin are modules the runner makes that no package provides:
-	// mcp_tools, in code mode.
-	builtin map[string]bool
+	// toolsModule: code mode is on, and the runner makes the mcp_tools
+	// module, which no package provides.
+	toolsModule bool
 	// deps are --deps, for every call: as given, or pinned to what the
 	// snapshot holds (see pinDeps).
 	deps atomic.Pointer[[]string]
@@ -86,13 +86,13 @@ func newInstaller(cfg Config, pyodideDir string, log *zap.Logger) (*installer, e
 		return nil, err
 	}
 	in := &installer{
-		resolver: resolver,
-		mirror:   resolver.WithoutPyodideHost(),
-		cache:    cache,
-		imports:  lock.ImportTable(),
-		log:      log,
-		builtin:  map[string]bool{"mcp_tools": cfg.Tools != nil},
-		plans:    expirable.NewLRU[string, resolved](maxPlans, nil, planTTL),
+		resolver:    resolver,
+		mirror:      resolver.WithoutPyodideHost(),
+		cache:       cache,
+		imports:     lock.ImportTable(),
+		log:         log,
+		toolsModule: cfg.Tools != nil,
+		plans:       expirable.NewLRU[string, resolved](maxPlans, nil, planTTL),
 	}
 	in.deps.Store(&cfg.Deps)
 	return in, nil
@@ -274,10 +274,12 @@ func (in *installer) fromImports(ctx context.Context, w *worker, code string, in
 		if missing, err = w.conn.Imports(ctx, code); err != nil {
 			return reqs, phaseImports, fmt.Errorf("find the code's imports: %w", err)
 		}
-		missing = slices.DeleteFunc(missing, func(name string) bool {
-			top, _, _ := strings.Cut(name, ".")
-			return in.builtin[top]
-		})
+		if in.toolsModule {
+			missing = slices.DeleteFunc(missing, func(name string) bool {
+				top, _, _ := strings.Cut(name, ".")
+				return top == "mcp_tools"
+			})
+		}
 		var fresh []packages.Inferred
 		for _, inf := range packages.InferImports(missing, nil, in.imports) {
 			if key := packages.Normalize(inf.Package); !tried[key] {

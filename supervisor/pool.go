@@ -387,12 +387,12 @@ func (p *pool) trimRestored() {
 	}
 	extra := -p.restoredWanted()
 	for _, w := range p.warm {
-		if w.kind == "" && w.readiness() == 0 {
+		if w.kind == "" && w.readiness() == restored {
 			extra++
 		}
 	}
 	p.warm = slices.DeleteFunc(p.warm, func(w *worker) bool {
-		if extra <= 0 || w.kind != "" || w.readiness() != 0 {
+		if extra <= 0 || w.kind != "" || w.readiness() != restored {
 			return false
 		}
 		extra--
@@ -412,7 +412,7 @@ func (p *pool) restoreAhead() {
 	}
 	want := p.restoredWanted()
 	for _, w := range p.warm {
-		if w.kind == "" && w.readiness() < 2 {
+		if w.kind == "" && w.readiness() != onStandby {
 			want--
 		}
 	}
@@ -420,7 +420,7 @@ func (p *pool) restoreAhead() {
 		if want <= 0 {
 			return
 		}
-		if w.readiness() == 2 {
+		if w.readiness() == onStandby {
 			p.restore(w)
 			want--
 		}
@@ -589,7 +589,7 @@ func (p *pool) health() Health {
 	defer p.mu.Unlock()
 	h := Health{Busy: p.busy, Starting: p.starting, Waiting: len(p.waiters)}
 	for _, w := range p.warm {
-		if w.readiness() == 1 {
+		if w.readiness() == restoring {
 			h.Starting++ // being restored: working, not idle
 		} else {
 			h.Warm++

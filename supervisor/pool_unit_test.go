@@ -442,10 +442,9 @@ func TestPoolRestoresHalfItsWarmWorkersAhead(t *testing.T) {
 	p, _ := newTestPool(t, poolConfig{Workers: 4, Warm: 4, Queue: 8, Busy: 300 * time.Millisecond}, func(p *pool, f *standIns) {
 		f.lazy = true
 		p.restore = func(w *worker) { // at once, as a restore that is quick
-			w.standby.once.Do(func() {
-				w.standby.asked.Store(true)
+			if w.standby.asked.CompareAndSwap(false, true) {
 				close(w.standby.done)
-			})
+			}
 		}
 	})
 	byReadiness := func() [3]int {
@@ -473,7 +472,7 @@ func TestPoolRestoresHalfItsWarmWorkersAhead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if w.readiness() != 0 {
+		if w.readiness() != restored {
 			t.Errorf("a call got a worker of readiness %d while restored ones were warm", w.readiness())
 		}
 		p.retire(w)
@@ -489,17 +488,16 @@ func TestPoolRestoresPlainWorkersAheadOfKinds(t *testing.T) {
 		f.lazy = true // workers of a kind start restored, as the supervisor's do
 		p.hot = func() []string { return []string{"k"} }
 		p.restore = func(w *worker) {
-			w.standby.once.Do(func() {
-				w.standby.asked.Store(true)
+			if w.standby.asked.CompareAndSwap(false, true) {
 				close(w.standby.done)
-			})
+			}
 		}
 	})
 	waitFor(t, p, "2 warm", func(h Health) bool { return h.Warm == 2 })
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, w := range p.warm {
-		if w.kind == "" && w.readiness() != 0 {
+		if w.kind == "" && w.readiness() != restored {
 			t.Errorf("the plain warm worker is on standby beside a worker of kind k: plain calls would wait for its restore")
 		}
 	}

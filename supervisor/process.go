@@ -147,9 +147,10 @@ func (s *Supervisor) policy(rt *runtimeFiles, makeSnapshot bool) permissions.Pol
 // spawn starts a worker for r and waits until it is connected and has loaded
 // Pyodide. A snapshot worker is returned once connected: it sends its
 // snapshot instead of a ready frame. A lazy one is returned on standby,
-// with Pyodide's module compiled and no interpreter yet: see standby.go. denoDir is the worker's DENO_DIR; ""
-// gives it a private copy of the runtime's code cache, removed when it exits,
-// or none when there is no code cache.
+// with Pyodide's module compiled and no interpreter yet: see standby.go.
+// denoDir is the worker's DENO_DIR; "" gives it a private copy of the
+// runtime's code cache, removed when it exits, or none when there is no
+// code cache.
 func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDir string, lazy bool) (*worker, error) {
 	makeSnapshot := r == roleSnapshot
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)

@@ -3,7 +3,6 @@ package supervisor
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,7 +20,6 @@ import (
 type standby struct {
 	rt    *runtimeFiles // the runtime the worker was started from
 	asked atomic.Bool   // the restore has begun
-	once  sync.Once
 	done  chan struct{} // closed when the restore has ended
 	err   error         // why it failed; set before done is closed
 }
@@ -40,22 +38,22 @@ func (sb *standby) made() bool {
 // A worker that fails to restore is killed: the pool replaces it.
 func (s *Supervisor) restore(w *worker) {
 	sb := w.standby
-	sb.once.Do(func() {
-		sb.asked.Store(true)
-		s.wg.Go(func() {
-			defer close(sb.done)
-			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.StartTimeout)
-			defer cancel()
-			start := time.Now()
-			ready, err := w.conn.Restore(ctx)
-			if err != nil {
-				w.kill()
-				sb.err = fmt.Errorf("restore: %w (%s)", err, w.stderrTail())
-				return
-			}
-			sb.err = s.serving(ctx, w, ready, sb.rt)
-			s.log.Debug("worker restored", zap.Int("pid", w.proc.Pid()), zap.Duration("took", time.Since(start)), zap.Error(sb.err))
-		})
+	if !sb.asked.CompareAndSwap(false, true) {
+		return
+	}
+	s.wg.Go(func() {
+		defer close(sb.done)
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.StartTimeout)
+		defer cancel()
+		start := time.Now()
+		ready, err := w.conn.Restore(ctx)
+		if err != nil {
+			w.kill()
+			sb.err = fmt.Errorf("restore: %w (%s)", err, w.stderrTail())
+			return
+		}
+		sb.err = s.serving(ctx, w, ready, sb.rt)
+		s.log.Debug("worker restored", zap.Int("pid", w.proc.Pid()), zap.Duration("took", time.Since(start)), zap.Error(sb.err))
 	})
 }
 
@@ -84,15 +82,23 @@ func (s *Supervisor) awaitRestore(ctx context.Context, w *worker) (bool, error) 
 	}
 }
 
-// readiness ranks how soon w can take a call: 0 its interpreter is made, 1
-// being made, 2 on standby.
-func (w *worker) readiness() int {
+// readiness ranks how soon a worker can take a call, soonest first.
+type readiness int
+
+const (
+	restored  readiness = iota // its interpreter is made
+	restoring                  // its interpreter is being made
+	onStandby                  // nobody has asked for its interpreter yet
+)
+
+// readiness says how soon w can take a call.
+func (w *worker) readiness() readiness {
 	switch {
 	case w.standby == nil || w.standby.made():
-		return 0
+		return restored
 	case w.standby.asked.Load():
-		return 1
+		return restoring
 	default:
-		return 2
+		return onStandby
 	}
 }
