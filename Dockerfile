@@ -69,6 +69,15 @@ USER 65532:65532
 # Downloads Pyodide (npm), makes the memory snapshot and runs a check call,
 # as the user that runs the server, so that it owns the files.
 RUN mcp-run-python warmup
+# Pyodide's native packages (numpy, pandas, pyyaml, markupsafe for jinja2,
+# matplotlib ...) come only from Pyodide's package host, which a server
+# behind a firewall cannot reach: fetch downloads them and their
+# dependencies, checked against Pyodide's lock file, into the package cache
+# the server installs from. Name others with --build-arg
+# PYODIDE_PACKAGES="numpy pandas matplotlib", or none with PYODIDE_PACKAGES=
+# for a smaller image.
+ARG PYODIDE_PACKAGES="numpy pandas"
+RUN test -z "$PYODIDE_PACKAGES" || mcp-run-python fetch $PYODIDE_PACKAGES
 EXPOSE 3001
 ENTRYPOINT ["/usr/local/bin/mcp-run-python"]
 # Listen on every interface of the container; put an authenticating proxy in

@@ -106,11 +106,21 @@ type ToolCall struct {
 	Args   json.RawMessage
 }
 
+// MaxEntries bounds the changes, and the figures, that a files frame may
+// bring, and the names of an imports frame: the runner looks at no more
+// files than that in one watched directory (maxScan in runner.ts). Code can
+// forge frames, and every entry costs the server memory, a line of the
+// result and a file in the store, so past it entries are refused.
+const MaxEntries = 10_000
+
 // Files is what a run's files frame brought: changed files and figures,
 // with their bytes.
 type Files struct {
 	Changes []ChangedFile
 	Figures []FigureData
+	// RefusedChanges and RefusedFigures count the entries past MaxEntries:
+	// their bytes were read and dropped.
+	RefusedChanges, RefusedFigures int
 }
 
 // ChangedFile is a Change with its bytes; Data is nil for a deleted or
@@ -176,7 +186,9 @@ func (c *Conn) Run(ctx context.Context, req RunRequest, onOutput func(s Stream, 
 // readFiles reads the bytes a files frame announced. The worker shares its
 // interpreter with the code it ran, so the frame is checked, not trusted:
 // every size must match its bytes, and the changed files together, and the
-// figures together, must keep within limit (0: none).
+// figures together, must keep within limit (0: none). Of the changes, and
+// of the figures, the first MaxEntries are kept; the bytes of the rest are
+// read, so that the run's frames stay in step, and dropped.
 func (c *Conn) readFiles(ctx context.Context, m Message, limit int64) (Files, error) {
 	var files Files
 	var changed, drawn int64
@@ -194,7 +206,7 @@ func (c *Conn) readFiles(ctx context.Context, m Message, limit int64) (Files, er
 		}
 		return data, nil
 	}
-	for _, ch := range m.Changes {
+	for i, ch := range m.Changes {
 		f := ChangedFile{Change: ch}
 		if !ch.Deleted && !ch.Omitted {
 			data, err := next(ch.Size, &changed)
@@ -203,12 +215,20 @@ func (c *Conn) readFiles(ctx context.Context, m Message, limit int64) (Files, er
 			}
 			f.Data = data
 		}
+		if i >= MaxEntries {
+			files.RefusedChanges++
+			continue
+		}
 		files.Changes = append(files.Changes, f)
 	}
-	for _, fig := range m.Figures {
+	for i, fig := range m.Figures {
 		data, err := next(fig.Size, &drawn)
 		if err != nil {
 			return Files{}, err
+		}
+		if i >= MaxEntries {
+			files.RefusedFigures++
+			continue
 		}
 		files.Figures = append(files.Figures, FigureData{Figure: fig, Data: data})
 	}
@@ -217,9 +237,11 @@ func (c *Conn) readFiles(ctx context.Context, m Message, limit int64) (Files, er
 
 // Put makes dirs and writes files into the worker's file system: each
 // Wheel's Name is an absolute path there. The worker needs no file
-// permission for that: the bytes travel over the bridge.
-func (c *Conn) Put(ctx context.Context, dirs []string, files []Wheel) error {
-	return c.send(ctx, Message{Type: TypePut, Dirs: dirs}, files)
+// permission for that: the bytes travel over the bridge. The code may not
+// change the trees of readOnly, which are among dirs, but for the other dirs
+// within them.
+func (c *Conn) Put(ctx context.Context, dirs, readOnly []string, files []Wheel) error {
+	return c.send(ctx, Message{Type: TypePut, Dirs: dirs, ReadOnly: readOnly}, files)
 }
 
 // Ping checks that the worker's interpreter answers: the frame goes through
@@ -239,6 +261,10 @@ func (c *Conn) Imports(ctx context.Context, code string) ([]string, error) {
 		return nil, err
 	}
 	m, err := c.expect(ctx, TypeImports)
+	if err == nil && len(m.Names) > MaxEntries {
+		// Each name is looked up in the index: a forged list is refused whole.
+		return nil, fmt.Errorf("bridge: an imports frame of %d names, more than %d", len(m.Names), MaxEntries)
+	}
 	return m.Names, err
 }
 

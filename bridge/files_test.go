@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -142,11 +143,79 @@ func TestPutAnnouncesPathsThenBytes(t *testing.T) {
 		got <- m.Dirs[0] + " " + m.Files[0].Name + "=" + string(b)
 		send(t, ws, Message{Type: TypePut, Error: "disk full"})
 	}()
-	err := c.Put(context.Background(), []string{"/data"}, []Wheel{{File: File{Name: "/data/a.csv"}, Data: []byte("1,2")}})
+	err := c.Put(context.Background(), []string{"/data"}, nil, []Wheel{{File: File{Name: "/data/a.csv"}, Data: []byte("1,2")}})
 	if s := <-got; s != "/data /data/a.csv=1,2" {
 		t.Errorf("worker saw %q", s)
 	}
 	if err == nil || err.Error() != "disk full" {
 		t.Errorf("Put = %v, want the worker's error", err)
 	}
+}
+
+// A forged files frame may list far more entries than the runner ever
+// sends: past MaxEntries they are counted, and their bytes read, so that
+// the result after them still comes.
+func TestFilesFramePastMaxEntries(t *testing.T) {
+	ws, c := handshake(t)
+	go func() {
+		if _, _, err := ws.Read(context.Background()); err != nil {
+			return
+		}
+		m := Message{Type: TypeFiles}
+		for i := range MaxEntries {
+			m.Changes = append(m.Changes, Change{Path: fmt.Sprintf("/w/%d", i), Deleted: true})
+		}
+		m.Changes = append(m.Changes, Change{Path: "/w/late", Size: 1}, Change{Path: "/w/gone", Deleted: true})
+		for range MaxEntries + 1 {
+			m.Figures = append(m.Figures, Figure{MIMEType: "image/png", Size: 1})
+		}
+		frames := [][]byte{mustJSON(m)}
+		for range 1 + len(m.Figures) {
+			frames = append(frames, []byte("x"))
+		}
+		for i, f := range append(frames, mustJSON(Message{Type: TypeResult, Status: ResultSuccess})) {
+			typ := websocket.MessageBinary
+			if i == 0 || i == len(frames) {
+				typ = websocket.MessageText
+			}
+			if ws.Write(context.Background(), typ, f) != nil {
+				return
+			}
+		}
+	}()
+	res, got, err := c.Run(context.Background(), RunRequest{Code: "1", Watch: []string{"/w"}}, func(Stream, []string, int) {})
+	if err != nil || res.Type != TypeResult {
+		t.Fatalf("Run = %v, %v", res, err)
+	}
+	if len(got.Changes) != MaxEntries || got.RefusedChanges != 2 || len(got.Figures) != MaxEntries || got.RefusedFigures != 1 {
+		t.Errorf("kept %d changes and %d figures, refused %d and %d; want %d each, refused 2 and 1",
+			len(got.Changes), len(got.Figures), got.RefusedChanges, got.RefusedFigures, MaxEntries)
+	}
+}
+
+// An imports frame names modules the supervisor looks up: a forged one
+// with more names than MaxEntries is refused.
+func TestImportsFramePastMaxEntries(t *testing.T) {
+	ws, c := handshake(t)
+	go func() {
+		if _, _, err := ws.Read(context.Background()); err != nil {
+			return
+		}
+		names := make([]string, MaxEntries+1)
+		for i := range names {
+			names[i] = fmt.Sprintf("m%d", i)
+		}
+		_ = ws.Write(context.Background(), websocket.MessageText, mustJSON(Message{Type: TypeImports, Names: names}))
+	}()
+	if _, err := c.Imports(context.Background(), "import m0"); err == nil || !strings.Contains(err.Error(), "more than 10000") {
+		t.Errorf("Imports = %v, want the frame refused", err)
+	}
+}
+
+func mustJSON(m Message) []byte {
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

@@ -126,6 +126,9 @@ type Message struct {
 	Files []File `json:"files,omitempty"`
 	// put: directories to make, even when no file goes into them
 	Dirs []string `json:"dirs,omitempty"`
+	// put: those of Dirs that the code may not change (read-only mounts):
+	// its writes there raise OSError(EROFS) rather than vanish
+	ReadOnly []string `json:"readonly,omitempty"`
 
 	// result
 	Status       string          `json:"status,omitempty"`

@@ -254,6 +254,25 @@ def warm_install() -> None:
     importlib.invalidate_caches()
 
 
+def reseed() -> None:
+    """Gives a new interpreter random state of its own, before any user code.
+
+    Modules seed their generators from os.urandom when they are imported,
+    and those imported before the memory snapshot was taken (random,
+    tempfile's names by warm_install, numpy's with a set of packages) would
+    otherwise give every interpreter restored from it the same numbers. The
+    str hash seed is the snapshot's too, but it cannot change: every dict
+    already made holds hashes made with it. os.urandom is the browser's
+    crypto.getRandomValues, which Deno feeds from the system.
+    """
+    if (rng := sys.modules.get('random')) is not None:
+        rng.seed()
+    if (tmp := sys.modules.get('tempfile')) is not None:
+        tmp._name_sequence = None  # made again, with a generator seeded anew
+    if (np := sys.modules.get('numpy.random')) is not None and callable(getattr(np, 'seed', None)):
+        np.seed()  # the legacy global generator's; default_rng() seeds itself
+
+
 def format_error(e: BaseException) -> str:
     """The traceback as Python prints it, without Pyodide's frames."""
     return _MACHINERY.sub('', ''.join(traceback.format_exception(e)))
@@ -420,8 +439,36 @@ def set_tools(spec: str) -> None:
         if server not in servers:
             servers[server] = type(sys)(f'mcp_tools.{server}', f'The tools of the MCP server {tool["server"]!r}.')
             setattr(module, server, servers[server])
+        if tool.get('down'):
+            servers[server].__getattr__ = _down_tools(tool['server'], tool['down'])
+            continue
         setattr(servers[server], _identifier(tool['name']), _tool_function(tool))
     sys.modules['mcp_tools'] = module
+
+
+def _down_tools(server: str, reason: str) -> object:
+    """The module __getattr__ of a server that listed no tools yet (down
+    since the start): any of its tools is a function whose call goes to the
+    trusted side, which calls it if the server is back, and else says why not,
+    raised as ToolError, rather than an AttributeError that hides why."""
+    from _mcp_tools_bridge import call as bridge_call
+
+    def tool(name: str) -> object:
+        if name.startswith('_'):
+            raise AttributeError(f'module {f"mcp_tools.{_identifier(server)}"!r} has no attribute {name!r}')
+
+        async def call(**arguments: object) -> object:
+            reply = json.loads(await bridge_call(server, name, json.dumps(arguments)))
+            if reply.get('error'):
+                raise ToolError(reply['error'])
+            return reply.get('value')
+
+        call.__name__ = call.__qualname__ = name
+        call.__module__ = f'mcp_tools.{_identifier(server)}'
+        call.__doc__ = f'A tool of the MCP server {server!r}, which was down when this run started: {reason}'
+        return call
+
+    return tool
 
 
 def _tool_function(tool: dict) -> object:
@@ -473,3 +520,155 @@ def _tool_function(tool: dict) -> object:
     call.__doc__ = '\n'.join(lines)
     call.__signature__ = inspect.Signature(params)
     return call
+
+
+# Python's own HTTP clients (http.client, and urllib.request on it) reach
+# the network through JavaScript's fetch, as pyodide-http does in browsers:
+# Pyodide's sockets reach nothing ("[Errno 23] Host is unreachable"). A
+# connection's socket stands in for one: it keeps the request's bytes and,
+# when the response is read, fetches synchronously (run_sync, which needs
+# the run entered through callPromising: runner.ts) and hands back the
+# response's bytes, which http.client then parses as from a server. The
+# worker's network permissions apply to fetch as to everything else.
+
+# Request headers fetch sets itself; the response's body comes decoded and whole.
+_OWN_HEADERS = frozenset({'host', 'connection', 'content-length', 'transfer-encoding', 'accept-encoding'})
+_DECODED_HEADERS = frozenset({'content-encoding', 'content-length', 'transfer-encoding'})
+
+
+def _refused(host: str, port: int) -> PermissionError | None:
+    """The error for a request to host:port that the network policy refuses,
+    told from the worker's permissions as a connection is made (as a socket
+    is refused); None if it is allowed."""
+    import js
+
+    def state(host: str) -> str:
+        return js.Deno.permissions.querySync(js.JSON.parse(json.dumps({'name': 'net', 'host': host}))).state
+
+    authority = f'[{host}]:{port}' if ':' in host else f'{host}:{port}'
+    try:
+        if state(authority) == 'granted':
+            return None
+        default = state('example.com:443') == 'granted'
+    except Exception:
+        return None  # fetch tells
+    if default:
+        why = (
+            'by default code reaches the internet but not this machine, its private networks, '
+            'link-local or cloud metadata addresses; the server would need --allow-net '
+            f'{authority} (or --allow-private-net for private networks)'
+        )
+    else:
+        why = "code reaches only the hosts of the server's --allow-net, and none with --disable-networking"
+    return PermissionError(f'network access to {authority} refused by the network policy: {why}')
+
+
+def _fetch(scheme: str, host: str, port: int, timeout: object, raw: bytes) -> bytes:
+    """Sends the HTTP/1.1 request raw with fetch and returns the response as
+    HTTP/1.1 bytes."""
+    import socket
+
+    import js
+    from pyodide.ffi import JsException, can_run_sync, run_sync, to_js
+
+    head, _, body = raw.partition(b'\r\n\r\n')
+    request_line, *lines = head.decode('latin-1').split('\r\n')
+    method, target = request_line.split(' ')[:2]
+    headers, chunked = [], False
+    for line in lines:
+        key, _, value = line.partition(':')
+        key, value = key.strip(), value.strip()
+        if key.lower() == 'transfer-encoding' and 'chunked' in value.lower():
+            chunked = True
+        if key.lower() not in _OWN_HEADERS:
+            headers.append([key, value])
+    if chunked:
+        body = _dechunk(body)
+    host_text = f'[{host}]' if ':' in host else host
+    default_port = 443 if scheme == 'https' else 80
+    authority = host_text if port == default_port else f'{host_text}:{port}'
+    url = target if target.startswith(('http://', 'https://')) else f'{scheme}://{authority}{target}'  # a proxy's
+    if not can_run_sync():
+        raise OSError(f'{url}: a synchronous request cannot be made here; use pyodide.http.pyfetch')
+    init: dict[str, object] = {'method': method, 'headers': headers, 'redirect': 'manual'}
+    if body and method not in ('GET', 'HEAD'):
+        init['body'] = to_js(body)
+    if timeout is socket._GLOBAL_DEFAULT_TIMEOUT:
+        timeout = socket.getdefaulttimeout()
+    if isinstance(timeout, (int, float)):
+        init['signal'] = js.AbortSignal.timeout(max(1, int(timeout * 1000)))
+    try:
+        response = run_sync(js.fetch(url, to_js(init, dict_converter=js.Object.fromEntries)))
+        data = run_sync(response.arrayBuffer()).to_bytes()
+    except JsException as e:
+        name = getattr(e, 'name', '')
+        if name == 'NotCapable':  # a redirect, or a name that resolves to a denied address
+            raise _refused(host, port) or PermissionError(f'{url}: {e}') from None
+        if name in ('TimeoutError', 'AbortError'):
+            raise TimeoutError(f'{url}: timed out') from None
+        raise ConnectionError(f'{url}: {e}') from None
+    import http.client
+
+    reason = response.statusText or http.client.responses.get(response.status, '')
+    out = [f'HTTP/1.1 {response.status} {reason}']
+    for key, value in response.headers.entries():
+        if key.lower() not in _DECODED_HEADERS:
+            out.append(f'{key}: {value}')
+    out.append(f'Content-Length: {len(data)}')
+    return ('\r\n'.join(out) + '\r\n\r\n').encode('latin-1', 'replace') + data
+
+
+def _dechunk(body: bytes) -> bytes:
+    out, rest = bytearray(), body
+    while rest:
+        size, _, rest = rest.partition(b'\r\n')
+        n = int(size.split(b';')[0] or b'0', 16)
+        if n == 0:
+            break
+        out += rest[:n]
+        rest = rest[n + 2 :]
+    return bytes(out)
+
+
+class _FetchSocket:
+    """The socket of an http.client connection: see _fetch."""
+
+    def __init__(self, conn: object, scheme: str) -> None:
+        self._conn = conn
+        self._scheme = scheme
+        self._out = bytearray()
+
+    def sendall(self, data: bytes) -> None:
+        self._out += data
+
+    def makefile(self, mode: str = 'rb', *args: object, **kwargs: object) -> io.BytesIO:
+        raw, self._out = bytes(self._out), bytearray()
+        conn = self._conn
+        return io.BytesIO(_fetch(self._scheme, conn.host, conn.port, conn.timeout, raw))
+
+    def settimeout(self, timeout: object) -> None:
+        self._conn.timeout = timeout
+
+    def setsockopt(self, *args: object) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _route_http() -> None:
+    import http.client
+
+    def connect(self: http.client.HTTPConnection) -> None:
+        sys.audit('http.client.connect', self, self.host, self.port)
+        if (refused := _refused(self.host, self.port)) is not None:
+            raise refused
+        https = isinstance(self, getattr(http.client, 'HTTPSConnection', ()))
+        self.sock = _FetchSocket(self, 'https' if https else 'http')
+
+    http.client.HTTPConnection.connect = connect
+    if hasattr(http.client, 'HTTPSConnection'):
+        http.client.HTTPSConnection.connect = connect
+
+
+_route_http()

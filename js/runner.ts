@@ -298,6 +298,8 @@ async function serve(init: Init) {
   py.setStdout({ write: (b: Uint8Array) => out.write(b) });
   py.setStderr({ write: (b: Uint8Array) => err.write(b) });
   const runner: PyRunner = py.pyimport("_mcp_runner");
+  // Restored or not, every interpreter gets random state of its own.
+  runner.reseed();
   const python = py.runPython("import platform; platform.python_version()");
   // Every interpreter is a new V8 isolate, whose JavaScript (Pyodide's and
   // ours) runs slowly until it has run, and again once it has idled: a
@@ -308,7 +310,7 @@ async function serve(init: Init) {
   // about 0.4% of a core.
   const rehearse = () => {
     runner.imports("1+1");
-    runner.run("1+1", 0, 0, undefined, false);
+    runner.run.callPromising("1+1", 0, 0, undefined, false);
     runner.take_figures().destroy();
   };
   rehearse();
@@ -326,6 +328,8 @@ async function serve(init: Init) {
   let incoming: Incoming | null = null;
   let running = false;
   let ran = false;
+  // A session's watched files as the last run sent them back.
+  let seen: Scan[] | undefined;
   self.onmessage = async (e: MessageEvent<string | Uint8Array>) => {
     if (e.data instanceof Uint8Array) {
       if (!incoming) return fatal("a binary frame arrived unannounced");
@@ -343,7 +347,7 @@ async function serve(init: Init) {
         return send(runner.imports(msg.code));
       case "install":
       case "put":
-        incoming = new Incoming(msg.type, msg.files ?? [], msg.dirs ?? []);
+        incoming = new Incoming(msg.type, msg.files ?? [], msg.dirs ?? [], msg.readonly ?? []);
         if (incoming.complete) await receive();
         return;
       case "run":
@@ -354,13 +358,15 @@ async function serve(init: Init) {
     ran = !init.session;
     clearInterval(keepWarm);
     running = true;
-    await run(py, runner, init, msg, budget, [out, err]);
+    seen = await run(py, runner, init, msg, budget, [out, err], seen);
     running = false;
   };
   const receive = async () => {
-    const { type, files, dirs, data } = incoming!;
+    const { type, files, dirs, readOnly, data } = incoming!;
     incoming = null;
-    send(type === "install" ? await install(py, files, data) : put(py, dirs, files, data));
+    send(
+      type === "install" ? await install(py, files, data) : put(py, dirs, readOnly, files, data),
+    );
   };
 }
 
@@ -379,6 +385,8 @@ class Incoming {
     readonly files: PackageFile[],
     /** Directories a put makes, even when no file goes into them. */
     readonly dirs: string[],
+    /** Those of dirs that the code may not change: read-only mounts. */
+    readonly readOnly: string[] = [],
   ) {
     this.data = files.map((f) => new Uint8Array(f.size ?? 0));
     this.skipEmpty();
@@ -433,18 +441,22 @@ class ToolCalls {
   }
 }
 
+/** runner.py's run: a result frame, or a coroutine's awaitable for top-level await. */
+type PyRun = (
+  code: string,
+  limit: number,
+  errorLimit: number,
+  globals: unknown,
+  keep: boolean,
+) => string | Promise<string>;
+
 /** runner.py, as this thread calls it. */
 interface PyRunner {
-  run(
-    code: string,
-    limit: number,
-    errorLimit: number,
-    globals: unknown,
-    keep: boolean,
-  ): string | Promise<string>;
+  run: PyRun & { callPromising: (...args: Parameters<PyRun>) => Promise<string> };
   imports(code: string): string;
   set_tools(spec: string): void;
   take_figures(): { toJs(): [string, Uint8Array][]; destroy(): void };
+  reseed(): void;
 }
 
 /** A run frame; see bridge.Message. */
@@ -460,7 +472,12 @@ interface RunFrame {
   tools?: unknown[];
 }
 
-/** Runs one call's code and sends its outcome: files, then the result. */
+/**
+ * Runs one call's code and sends its outcome: files, then the result.
+ * Returns the watched files as sent back, for a session's next run to
+ * start from: what its code did between runs goes back with that run,
+ * a file it removed once a run had ended included.
+ */
 async function run(
   py: PyodideAPI,
   runner: PyRunner,
@@ -468,7 +485,8 @@ async function run(
   msg: RunFrame,
   budget: Budget,
   streams: LineSplitter[],
-) {
+  seen: Scan[] | undefined,
+): Promise<Scan[]> {
   // Only now does Python watch the interrupt buffer. The time limit starts
   // with the call, so on a loaded machine an interrupt can overtake a late
   // run frame; it waits in the buffer for the run instead of being taken
@@ -480,22 +498,25 @@ async function run(
     py.setInterruptBuffer(init.interrupt);
   }
   if (msg.tools) runner.set_tools(JSON.stringify(msg.tools));
-  const before = scanAll(py, msg.watch ?? []);
+  const before = seen ?? scanAll(py, msg.watch ?? []);
+  let sent = before;
   let result: string;
   let ended = false;
   const globals = msg.globals ? py.toPy(msg.globals) : undefined;
   try {
-    // A string, or a coroutine for top-level await. The return value is
-    // cut to the limit in Python, before the frame exists: an oversized
-    // value never crosses to this thread or the bridge.
-    const ran = runner.run(
+    // The return value is cut to the limit in Python, before the frame
+    // exists: an oversized value never crosses to this thread or the
+    // bridge. Entered through callPromising, where Python may block on a
+    // promise (pyodide.ffi.run_sync, with JSPI): its HTTP clients fetch so
+    // (runner.py's _fetch), and urllib3's Emscripten backend wants it. It
+    // costs microseconds; the promise adopts a coroutine's for top-level await.
+    result = await runner.run.callPromising(
       msg.code,
       init.outputLimit ?? 0,
       init.errorLimit ?? 0,
       globals,
       !!init.session,
     );
-    result = typeof ran === "string" ? ran : await ran;
   } catch (e) {
     // Only the interpreter's own end gets here (os._exit, a wasm trap):
     // Python exceptions are part of the result.
@@ -509,7 +530,7 @@ async function run(
   if (!ended) {
     globals?.destroy();
     try {
-      sendFiles(py, runner, before, msg);
+      sent = sendFiles(py, runner, before, msg);
     } catch (e) {
       // An interrupt that came as the files were gathered, or code that
       // broke the file system: the result still goes, without them.
@@ -529,6 +550,7 @@ async function run(
     }
   }
   send(result);
+  return sent;
 }
 
 /** What a file looked like before the run, to tell what the run changed. */
@@ -589,13 +611,14 @@ interface Change {
  * Sends the files frame: the files the run created, changed or deleted in
  * the watched directories, and the figures it made; then the bytes of each
  * changed file within the limit and of each figure, in that order.
+ * Returns the watched files it compared with before.
  */
-function sendFiles(py: PyodideAPI, runner: PyRunner, before: Scan[], msg: RunFrame) {
+function sendFiles(py: PyodideAPI, runner: PyRunner, before: Scan[], msg: RunFrame): Scan[] {
   const changes: Change[] = [];
   const data: Uint8Array[] = [];
+  const after = scanAll(py, msg.watch ?? []);
   if (msg.watch?.length) {
     let left = msg.files_limit || Infinity;
-    const after = scanAll(py, msg.watch);
     const was = (path: string) => before.find((b) => b.files.has(path))?.files.get(path);
     // Watched directories may nest: each file is reported once.
     const now = new Map(after.flatMap((a) => [...a.files]));
@@ -640,13 +663,20 @@ function sendFiles(py: PyodideAPI, runner: PyRunner, before: Scan[], msg: RunFra
   } finally {
     made.destroy();
   }
-  if (changes.length === 0 && figures.length === 0) return;
+  if (changes.length === 0 && figures.length === 0) return after;
   send(JSON.stringify({ type: "files", changes, figures }));
   for (const d of data) send(d);
+  return after;
 }
 
 /** Writes files the supervisor put, and leaves their times at 0 so that any write by the code shows. */
-function put(py: PyodideAPI, dirs: string[], files: PackageFile[], data: Uint8Array[]): string {
+function put(
+  py: PyodideAPI,
+  dirs: string[],
+  readOnly: string[],
+  files: PackageFile[],
+  data: Uint8Array[],
+): string {
   const FS = py.FS;
   try {
     for (const dir of dirs) FS.mkdirTree(dir);
@@ -656,10 +686,66 @@ function put(py: PyodideAPI, dirs: string[], files: PackageFile[], data: Uint8Ar
       FS.writeFile(path, data[i]!);
       FS.utime(path, 0, 0);
     }
+    const writable = dirs.filter((d) => !readOnly.includes(d));
+    for (const dir of readOnly) protect(py, dir, writable);
     return JSON.stringify({ type: "put" });
   } catch (e) {
     return JSON.stringify({ type: "put", error: String(e) });
   }
+}
+
+/**
+ * Makes the tree at dir read-only, but for the writable mounts in it: what
+ * the code would change there raises OSError(EROFS) in Python, as on a
+ * read-only mount, instead of vanishing (a read-only mount's changes never
+ * go back to the host). Emscripten ignores permission bits, so each node's
+ * operations refuse instead: creating, removing, renaming, opening for
+ * writing, changing attributes; and a rename into the tree, which only the
+ * source directory's operations see, is refused by a wrapper of FS.rename.
+ */
+function protect(py: PyodideAPI, dir: string, writable: string[]) {
+  const FS = py.FS;
+  const refuse = () => {
+    throw new FS.ErrnoError(py.ERRNO_CODES.EROFS);
+  };
+  if (!FS.readOnlyDirs) {
+    const dirs = new WeakSet();
+    const rename = FS.rename;
+    FS.rename = (from: string, to: string) => {
+      if (dirs.has(FS.lookupPath(to, { parent: true }).node)) refuse();
+      return rename(from, to);
+    };
+    FS.readOnlyDirs = dirs;
+  }
+  const walk = (path: string) => {
+    const node = FS.lookupPath(path).node;
+    if (FS.isDir(node.mode)) {
+      FS.readOnlyDirs.add(node);
+      node.node_ops = {
+        ...node.node_ops,
+        mknod: refuse,
+        rename: refuse,
+        unlink: refuse,
+        rmdir: refuse,
+        symlink: refuse,
+        setattr: refuse,
+      };
+      for (const name of FS.readdir(path)) {
+        const child = `${path}/${name}`;
+        if (name !== "." && name !== ".." && !writable.includes(child)) walk(child);
+      }
+    } else if (FS.isFile(node.mode)) {
+      const open = node.stream_ops.open;
+      node.node_ops = { ...node.node_ops, setattr: refuse };
+      node.stream_ops = {
+        ...node.stream_ops,
+        // O_WRONLY or O_RDWR: refused when opened, not at the first write.
+        open: (stream: { flags: number }) => (stream.flags & 3 ? refuse() : open?.(stream)),
+        write: refuse,
+      };
+    }
+  };
+  walk(dir);
 }
 
 /** A package file of an install frame; see bridge.File. */

@@ -198,7 +198,13 @@ func (o *output) add(stream bridge.Stream, lines []string, droppedByWorker int) 
 
 func (o *output) finish() []string {
 	if o.dropped > 0 {
-		marker := fmt.Sprintf("[output truncated: %s more was printed than the %s limit]", humanize.IBytes(uint64(o.dropped)), humanize.IBytes(uint64(o.limit)))
+		// All that was printed less the limit: whole lines are dropped, so
+		// what was dropped can be up to a line more than that.
+		over := o.size + o.dropped - o.limit
+		if o.limit <= 0 || over <= 0 {
+			over = o.dropped // a worker's count that cannot be: shown as it is
+		}
+		marker := fmt.Sprintf("[output truncated: %s more was printed than the %s limit]", humanize.IBytes(uint64(over)), humanize.IBytes(uint64(o.limit)))
 		o.lines = append(o.lines, marker)
 		if o.onLine != nil {
 			o.onLine(Line{Stream: Stderr, Text: marker})

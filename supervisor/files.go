@@ -16,25 +16,28 @@ import (
 // putMounts copies the mounted host folders into w's file system. The
 // trusted side reads them, so the worker needs no permission on the host.
 func (s *Supervisor) putMounts(ctx context.Context, w *worker) error {
-	if len(s.cfg.Mounts) == 0 {
+	if len(s.mounts) == 0 {
 		return nil
 	}
-	var dirs []string
+	var dirs, readOnly []string
 	var files []bridge.Wheel
-	for _, m := range s.cfg.Mounts {
+	for _, m := range s.mounts {
 		dirs = append(dirs, m.Sandbox)
+		if !m.Writable {
+			readOnly = append(readOnly, m.Sandbox)
+		}
 		got, skipped, err := m.Read(ctx, s.cfg.MountLimits)
 		if err != nil {
 			return err
 		}
 		for _, sk := range skipped {
-			s.log.Warn("a file of a mounted folder is left out", zap.Stringer("mount", m), zap.String("path", sk.Path), zap.String("why", sk.Reason))
+			s.log.Warn("a file of a mounted folder is left out", zap.Stringer("mount", m.Mount), zap.String("path", sk.Path), zap.String("why", sk.Reason))
 		}
 		for _, f := range got {
 			files = append(files, bridge.Wheel{File: bridge.File{Name: path.Join(m.Sandbox, f.Path)}, Data: f.Data})
 		}
 	}
-	if err := w.conn.Put(ctx, dirs, files); err != nil {
+	if err := w.conn.Put(ctx, dirs, readOnly, files); err != nil {
 		return fmt.Errorf("put the mounted folders into the interpreter: %w", err)
 	}
 	return nil
@@ -93,26 +96,61 @@ func (s *Supervisor) takeFiles(ctx context.Context, res *Result, files bridge.Fi
 			back[i] = append(back[i], mount.Change{Path: rel, Data: ch.Data, Deleted: ch.Deleted})
 		}
 	}
+	// The notes are as short whatever the frame lists: one line each, a
+	// few names in it.
+	var omitted []string
 	for _, f := range res.Files {
 		if f.Omitted {
-			note(fmt.Sprintf("[file not returned: %s is %s, past the %s limit of files a call returns]",
-				f.Path, humanize.IBytes(uint64(f.Size)), humanize.IBytes(uint64(s.cfg.FilesLimit))))
+			omitted = append(omitted, fmt.Sprintf("%s is %s", f.Path, humanize.IBytes(uint64(f.Size))))
 		}
+	}
+	if len(omitted) > 0 {
+		what := "file"
+		if len(omitted) > 1 {
+			what = "files"
+		}
+		note(fmt.Sprintf("[%s not returned: %s, past the %s limit of files a call returns]",
+			what, some(omitted), humanize.IBytes(uint64(s.cfg.FilesLimit))))
 	}
 	if len(lost) > 0 {
 		note(fmt.Sprintf("[not written back, past the %s limit of files a call returns: %s]",
-			humanize.IBytes(uint64(s.cfg.FilesLimit)), strings.Join(lost, ", ")))
+			humanize.IBytes(uint64(s.cfg.FilesLimit)), some(lost)))
+	}
+	if files.RefusedChanges > 0 || files.RefusedFigures > 0 {
+		s.log.Warn("a files frame listed more entries than a call may send back", zap.Int("refused_files", files.RefusedChanges),
+			zap.Int("refused_figures", files.RefusedFigures), zap.Int("limit", bridge.MaxEntries))
+		var refused []string
+		if files.RefusedChanges > 0 {
+			refused = append(refused, fmt.Sprintf("%d files (neither returned nor written back)", files.RefusedChanges))
+		}
+		if files.RefusedFigures > 0 {
+			refused = append(refused, fmt.Sprintf("%d figures", files.RefusedFigures))
+		}
+		note(fmt.Sprintf("[refused, past the %d files and %d figures a call may send back: %s]",
+			bridge.MaxEntries, bridge.MaxEntries, strings.Join(refused, " and ")))
 	}
 	for i, changes := range back {
 		if len(changes) == 0 {
 			continue
 		}
-		m := s.cfg.Mounts[i]
+		m := s.mounts[i]
 		if err := m.Apply(ctx, changes, s.cfg.MountLimits); err != nil {
-			s.log.Warn("cannot write a call's files back to a mounted folder", zap.Stringer("mount", m), zap.Error(err))
+			s.log.Warn("cannot write a call's files back to a mounted folder", zap.Stringer("mount", m.Mount), zap.Error(err))
 			note(fmt.Sprintf("[the changes under %s were not written back: %v]", m.Sandbox, err))
 		}
 	}
+}
+
+// someNames is how many items a note names before it counts the rest.
+const someNames = 5
+
+// some lists the first items, and counts the rest: a note stays short
+// however many files a frame lists.
+func some(items []string) string {
+	if len(items) <= someNames {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:someNames], ", "), len(items)-someNames)
 }
 
 // under returns p relative to dir, when p is inside it.

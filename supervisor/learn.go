@@ -92,6 +92,17 @@ func (l *learner) runtime(key string) *runtimeFiles {
 	return nil
 }
 
+// forget drops learned set key, whose files are gone or damaged: its calls
+// get plain workers, and its next use makes its snapshot again.
+func (l *learner) forget(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ls := l.learned[key]; ls != nil {
+		ls.release()
+		delete(l.learned, key)
+	}
+}
+
 // use counts a call's set of packages (the files wheels, installed on top
 // of rt) and returns the kind of worker to ask the pool for: the set's key
 // once its snapshot is made, else "". At the set's learnAfter-th use it

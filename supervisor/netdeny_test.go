@@ -1,37 +1,53 @@
 package supervisor
 
 import (
+	"context"
+	"errors"
 	"net"
+	"net/netip"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/zap/zaptest"
 )
 
-func TestDeniedNets(t *testing.T) {
-	ipnet := func(s string) net.Addr {
-		t.Helper()
-		ip, n, err := net.ParseCIDR(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.IP = ip
-		return n
+// ipnet returns an interface address as net.InterfaceAddrs gives it.
+func ipnet(t *testing.T, s string) net.Addr {
+	t.Helper()
+	ip, n, err := net.ParseCIDR(s)
+	if err != nil {
+		t.Fatal(err)
 	}
-	host := []net.Addr{ipnet("127.0.0.1/8"), ipnet("::1/128"), ipnet("10.1.2.3/24"), ipnet("fe80::1c2d:3e4f:5a6b:7c8d/64"), ipnet("2001:db8::5/64")}
+	n.IP = ip
+	return n
+}
+
+func TestDeniedNets(t *testing.T) {
+	host := hostAddrs([]net.Addr{ipnet(t, "127.0.0.1/8"), ipnet(t, "::1/128"), ipnet(t, "10.1.2.3/24"),
+		ipnet(t, "fe80::1c2d:3e4f:5a6b:7c8d/64"), ipnet(t, "2001:db8::5/64"), ipnet(t, "fd12:3456::7/64")})
+	private := []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"}
 	tests := []struct {
-		name        string
-		tcpBridge   bool
-		addrs       []net.Addr
-		want, avoid []string
+		name               string
+		tcpBridge, private bool
+		own                []netip.Addr
+		want, avoid        []string
 	}{
-		{"a Unix socket bridge: loopback denied", false, host,
-			[]string{"127.0.0.0/8", "[::1]", "0.0.0.0/8", "169.254.0.0/16", "[fd00:ec2::254]", "10.1.2.3", "[fe80::1c2d:3e4f:5a6b:7c8d]", "[2001:db8::5]"}, nil},
-		{"a TCP bridge: loopback stays", true, host,
-			[]string{"169.254.0.0/16", "10.1.2.3"}, []string{"127.0.0.0/8", "[::1]", "127.0.0.1"}},
-		{"no addresses known", false, nil, []string{"127.0.0.0/8", "169.254.0.0/16"}, nil},
+		{"a Unix socket bridge: loopback denied", false, true, host,
+			append([]string{"127.0.0.0/8", "[::1]", "0.0.0.0/8", "169.254.0.0/16", "[fd00:ec2::254]", "10.1.2.3",
+				"[fe80::1c2d:3e4f:5a6b:7c8d]", "[2001:db8::5]", "[fd12:3456::7]"}, private...), nil},
+		{"a TCP bridge: loopback stays", true, true, host,
+			[]string{"169.254.0.0/16", "10.1.2.3", "10.0.0.0/8"}, []string{"127.0.0.0/8", "[::1]", "127.0.0.1"}},
+		{"private networks allowed: own addresses stay denied", false, false, host,
+			[]string{"10.1.2.3", "[fd12:3456::7]", "169.254.0.0/16", "127.0.0.0/8"}, private},
+		{"no addresses known", false, true, nil, append([]string{"127.0.0.0/8", "169.254.0.0/16"}, private...), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := deniedNets(tt.tcpBridge, tt.addrs)
+			got := deniedNets(tt.tcpBridge, tt.private, tt.own)
 			for _, w := range tt.want {
 				if !slices.Contains(got, w) {
 					t.Errorf("deniedNets lacks %s: %q", w, got)
@@ -42,6 +58,153 @@ func TestDeniedNets(t *testing.T) {
 					t.Errorf("deniedNets has %s: %q", a, got)
 				}
 			}
+			if n := len(slices.Compact(slices.Sorted(slices.Values(got)))); n != len(got) {
+				t.Errorf("deniedNets repeats entries: %q", got)
+			}
 		})
 	}
+}
+
+func TestHostAddrs(t *testing.T) {
+	got := hostAddrs([]net.Addr{ipnet(t, "192.168.1.5/24"), ipnet(t, "127.0.0.1/8"), ipnet(t, "::ffff:10.0.0.9/104"),
+		ipnet(t, "10.1.2.3/24"), ipnet(t, "192.168.1.5/16"), &net.IPAddr{IP: net.IPv4(1, 2, 3, 4)}})
+	want := []netip.Addr{netip.MustParseAddr("10.0.0.9"), netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("192.168.1.5")}
+	if !slices.Equal(got, want) {
+		t.Errorf("hostAddrs = %v, want %v (sorted, once each, no loopback, no unparsable entry)", got, want)
+	}
+}
+
+// fakeAddrs is this host's addresses, as a test sets them.
+type fakeAddrs struct {
+	mu    sync.Mutex
+	addrs []net.Addr
+	err   error
+	reads int
+}
+
+func (f *fakeAddrs) read() ([]net.Addr, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads++
+	return f.addrs, f.err
+}
+
+func (f *fakeAddrs) set(addrs []net.Addr, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.addrs, f.err = addrs, err
+}
+
+// TestAddrWatch: an address that comes while the server runs is seen
+// within one poll, which makes the workers made before it stale; a failed
+// read keeps the addresses known and makes no one stale.
+func TestAddrWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lan := ipnet(t, "192.168.1.5/24")
+		host := &fakeAddrs{addrs: []net.Addr{ipnet(t, "127.0.0.1/8"), lan}}
+		var changes atomic.Int32
+		a := newAddrWatch(host.read, zaptest.NewLogger(t), func() { changes.Add(1) })
+		own, gen := a.current()
+		if want := []netip.Addr{netip.MustParseAddr("192.168.1.5")}; !slices.Equal(own, want) || gen == 0 {
+			t.Fatalf("current = %v, %d; want %v and a generation", own, gen, want)
+		}
+		if a.stale(gen) || a.stale(0) {
+			t.Fatal("stale before any change")
+		}
+		go a.watch(t.Context(), addrPoll)
+
+		time.Sleep(3 * addrPoll)
+		synctest.Wait()
+		if changes.Load() != 0 || a.stale(gen) {
+			t.Fatalf("%d changes, stale %v, with the same addresses", changes.Load(), a.stale(gen))
+		}
+
+		// A VPN comes up.
+		host.set([]net.Addr{lan, ipnet(t, "100.101.102.103/32"), ipnet(t, "fd7a:115c:a1e0::1/128")}, nil)
+		time.Sleep(addrPoll)
+		synctest.Wait()
+		if changes.Load() != 1 || !a.stale(gen) {
+			t.Fatalf("after an address came and a poll: %d changes, stale %v; want 1, true", changes.Load(), a.stale(gen))
+		}
+		own, now := a.current()
+		if len(own) != 3 || now == gen || a.stale(now) || a.stale(0) {
+			t.Fatalf("current = %v, %d (was %d)", own, now, gen)
+		}
+
+		// The addresses cannot be read for a while: those known stay.
+		host.set(nil, errors.New("netlink: no"))
+		time.Sleep(2 * addrPoll)
+		synctest.Wait()
+		if got, g := a.current(); len(got) != 3 || g != now || changes.Load() != 1 {
+			t.Fatalf("after failed reads: %v, %d, %d changes; want the 3 known, %d, 1", got, g, changes.Load(), now)
+		}
+		host.set([]net.Addr{lan}, nil)
+		time.Sleep(addrPoll)
+		synctest.Wait()
+		if changes.Load() != 2 || !a.stale(now) {
+			t.Fatalf("after the VPN went: %d changes, stale %v; want 2, true", changes.Load(), a.stale(now))
+		}
+	})
+}
+
+// TestPoolReplacesStaleWarmWorkers: once this host's addresses change, the
+// warm workers made before are replaced, one that was starting meanwhile is
+// not kept, and a busy one serves its call to the end.
+func TestPoolReplacesStaleWarmWorkers(t *testing.T) {
+	var current, made atomic.Uint64 // the generation now, and the one new workers get
+	current.Store(1)
+	made.Store(1)
+	var oldStarts atomic.Int32 // workers started with a generation gone by
+	p, _ := newTestPool(t, poolConfig{Workers: 4, Warm: 2, Queue: 1}, func(p *pool, f *standIns) {
+		p.start = func(ctx context.Context, kind string) (*worker, error) {
+			w, err := f.start(ctx, kind)
+			if w != nil {
+				w.netGen = made.Load()
+				if w.netGen != current.Load() {
+					oldStarts.Add(1)
+				}
+			}
+			return w, err
+		}
+		p.stale = func(w *worker) bool { return w.netGen != current.Load() }
+	})
+	warm := func() []*worker {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return slices.Clone(p.warm)
+	}
+	waitFor(t, p, "had two warm workers", func(h Health) bool { return h.Warm == 2 })
+	busy := acquire(t, p)
+	t.Cleanup(busy.kill) // before the pool's cleanup, which waits for every worker
+	waitFor(t, p, "had two warm workers beside a busy one", func(h Health) bool { return h.Warm == 2 && h.Starting == 0 })
+	before := warm()
+
+	current.Store(2)
+	made.Store(2)
+	p.retireStale()
+	waitFor(t, p, "replaced its warm workers", func(h Health) bool {
+		return h.Warm == 2 && !slices.ContainsFunc(warm(), func(w *worker) bool { return slices.Contains(before, w) })
+	})
+	for _, w := range warm() {
+		if w.netGen != 2 {
+			t.Errorf("a warm worker of generation %d, want 2", w.netGen)
+		}
+	}
+	if busy.dead() {
+		t.Error("the busy worker was ended under its call")
+	}
+	p.retire(busy)
+
+	// The addresses change again while workers start with the old ones:
+	// none of those is kept.
+	current.Store(3)
+	p.retireStale()
+	waitFor(t, p, "started workers with the old addresses", func(Health) bool { return oldStarts.Load() >= 3 })
+	for _, w := range warm() {
+		if w.netGen != 3 {
+			t.Errorf("a warm worker of generation %d while the addresses are of 3", w.netGen)
+		}
+	}
+	made.Store(3)
+	waitFor(t, p, "had two warm workers of the new addresses", func(h Health) bool { return h.Warm == 2 })
 }

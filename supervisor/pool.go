@@ -57,7 +57,10 @@ type pool struct {
 	restore func(w *worker)
 	// hot are the kinds of worker (learned package sets, see learn.go) to
 	// keep one warm worker of each, most wanted first; nil for none.
-	hot      func() []string
+	hot func() []string
+	// stale reports a worker whose network permissions are out of date
+	// (see addrWatch): it is not kept warm. Nil when none can be.
+	stale    func(w *worker) bool
 	ctx      context.Context // the supervisor's: ends when it closes
 	wg       *sync.WaitGroup // the supervisor's: every goroutine that starts or kills workers
 	log      *zap.Logger
@@ -85,11 +88,26 @@ type pool struct {
 	busyUntil time.Time   // until when every warm worker is kept restored
 	trim      *time.Timer // puts the extra restored workers back on standby after busyUntil
 
-	started  bool  // a worker has started: the pool serves
-	failures int   // consecutive failed starts
-	lastErr  error // of the last failed start
-	retrying bool  // a backoff timer is pending; no starts until it fires
+	started bool // a worker has started: the pool serves
+	// failed holds the failed starts of each kind of worker: one kind
+	// that cannot start (a learned set's) holds back no other, and plain
+	// calls are served as long as plain workers start.
+	failed map[string]*startFailures
+}
+
+// startFailures are the starts of one kind of worker that failed in a row.
+type startFailures struct {
+	n        int   // consecutive failed starts
+	lastErr  error // of the last one
+	retrying bool  // a backoff timer is pending; no starts of the kind until it fires
 	backoff  time.Duration
+}
+
+// retrying reports whether starts of kind wait for their backoff. p.mu
+// must be held.
+func (p *pool) retrying(kind string) bool {
+	f := p.failed[kind]
+	return f != nil && f.retrying
 }
 
 // grant is what a waiting call gets: a worker, or why none will come.
@@ -111,13 +129,14 @@ type waiter struct {
 const perPlaceWeight = 0.25
 
 // unavailable says why no call can be served now: no worker is warm or
-// starting and the last start failed, so waiting would only end in the queue
-// timeout. Nil when calls may wait. p.mu must be held.
+// starting and the last plain start failed, so waiting would only end in the
+// queue timeout. Nil when calls may wait. p.mu must be held.
 func (p *pool) unavailable() error {
-	if p.failures == 0 || len(p.warm) > 0 || p.starting > 0 {
+	f := p.failed[""] // every call takes a plain worker
+	if f == nil || len(p.warm) > 0 || p.starting > 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %v", ErrUnavailable, p.lastErr)
+	return fmt.Errorf("%w: %v", ErrUnavailable, f.lastErr)
 }
 
 // begin lets the pool start workers.
@@ -343,9 +362,31 @@ func (p *pool) offer(w *worker) {
 		p.wg.Go(w.kill)
 		return
 	}
+	if p.stale != nil && p.stale(w) {
+		p.reap(w) // started as this host's addresses changed
+		return
+	}
 	p.warm = append(p.warm, w)
 	p.dispatch()
 	p.restoreAhead()
+}
+
+// retireStale replaces the warm workers that stale reports: made before
+// this host's addresses changed, their --deny-net lacks the new ones. Busy
+// workers keep theirs until their call ends, when they are retired anyway.
+func (p *pool) retireStale() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.stale == nil {
+		return
+	}
+	p.warm = slices.DeleteFunc(p.warm, func(w *worker) bool {
+		if !p.stale(w) {
+			return false
+		}
+		p.reap(w)
+		return true
+	})
 }
 
 // restoredWanted is how many plain warm workers restoreAhead keeps
@@ -471,7 +512,7 @@ func (p *pool) dispatch() {
 // of them, so that one at least is plain) and the rest plain; waiting calls
 // get plain ones started, which fit every call.
 func (p *pool) refill() {
-	if p.closed || p.retrying || !p.begun {
+	if p.closed || !p.begun {
 		return
 	}
 	live := len(p.warm) + p.starting + p.busy + p.dying
@@ -498,11 +539,11 @@ func (p *pool) refill() {
 		live++
 		p.wg.Go(func() { p.startOne(kind) })
 	}
-	for need := len(p.waiters) + p.cfg.Warm - len(hot) - have(""); need > 0 && live < p.cfg.Workers; need-- {
+	for need := len(p.waiters) + p.cfg.Warm - len(hot) - have(""); need > 0 && live < p.cfg.Workers && !p.retrying(""); need-- {
 		start("")
 	}
 	for _, kind := range hot {
-		if have(kind) == 0 && live < p.cfg.Workers {
+		if have(kind) == 0 && live < p.cfg.Workers && !p.retrying(kind) {
 			start(kind)
 		}
 	}
@@ -521,12 +562,20 @@ func (p *pool) startOne(kind string) {
 		if p.closed {
 			return
 		}
-		p.failures++
-		p.lastErr = err
-		p.backoff = min(max(2*p.backoff, minBackoff), maxBackoff)
+		if p.failed == nil {
+			p.failed = map[string]*startFailures{}
+		}
+		f := p.failed[kind]
+		if f == nil {
+			f = &startFailures{}
+			p.failed[kind] = f
+		}
+		f.n++
+		f.lastErr = err
+		f.backoff = min(max(2*f.backoff, minBackoff), maxBackoff)
 		p.restarts.Inc()
-		p.log.Error("worker failed to start", zap.Error(err), zap.Int("failures", p.failures), zap.Duration("retry_in", p.backoff))
-		p.retrying = true
+		p.log.Error("worker failed to start", zap.Error(err), zap.String("kind", kind), zap.Int("failures", f.n), zap.Duration("retry_in", f.backoff))
+		f.retrying = true
 		// Calls waiting for a worker that cannot come learn why now.
 		if err := p.unavailable(); err != nil {
 			for _, wt := range p.waiters {
@@ -534,19 +583,19 @@ func (p *pool) startOne(kind string) {
 			}
 			p.waiters = nil
 		}
-		time.AfterFunc(p.backoff, func() {
+		time.AfterFunc(f.backoff, func() {
 			p.mu.Lock()
 			defer p.mu.Unlock()
-			p.retrying = false
+			f.retrying = false
 			p.refill()
 		})
 		return
 	}
-	if p.failures > 0 {
-		p.log.Info("workers start again", zap.Int("after_failures", p.failures))
+	if f := p.failed[kind]; f != nil {
+		p.log.Info("workers start again", zap.String("kind", kind), zap.Int("after_failures", f.n))
+		delete(p.failed, kind)
 	}
 	p.started = true
-	p.failures, p.lastErr, p.backoff = 0, nil, 0
 	p.offer(w)
 	p.wg.Go(func() { p.watchIdle(w) })
 	p.refill()
@@ -598,8 +647,8 @@ func (p *pool) health() Health {
 	if h.Warm == 0 {
 		h.Wait = time.Duration(h.Waiting+1) * p.perPlace
 	}
-	if p.failures > 0 && h.Warm+h.Busy == 0 {
-		h.Err = p.lastErr.Error()
+	if f := p.failed[""]; f != nil && h.Warm+h.Busy == 0 {
+		h.Err = f.lastErr.Error()
 	}
 	h.Ready = p.started && h.Err == "" && (p.cfg.QueueTimeout <= 0 || h.Wait <= p.cfg.QueueTimeout)
 	return h

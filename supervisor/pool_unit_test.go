@@ -502,3 +502,41 @@ func TestPoolRestoresPlainWorkersAheadOfKinds(t *testing.T) {
 		}
 	}
 }
+
+// A kind of worker that cannot start (a learned set whose template is
+// broken) backs off alone: plain workers keep starting, and plain calls
+// keep being served.
+func TestPoolBacksOffEachKindAlone(t *testing.T) {
+	broken := errors.New("the set's template is broken")
+	var failed atomic.Int32
+	p, _ := newTestPool(t, poolConfig{Workers: 2, Warm: 2, Queue: 10}, func(p *pool, f *standIns) {
+		p.hot = func() []string { return []string{"k1"} }
+		p.start = func(ctx context.Context, kind string) (*worker, error) {
+			if kind == "k1" {
+				failed.Add(1)
+				return nil, broken
+			}
+			return f.start(ctx, kind)
+		}
+	})
+	// Five failures in a row: k1 now backs off for 1.6 s, long enough for
+	// the calls below to need plain workers started meanwhile.
+	waitFor(t, p, "failed to start k1 five times", func(Health) bool { return failed.Load() >= 5 })
+	for i := range 8 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		w, err := p.acquire(ctx, "", "")
+		cancel()
+		if err != nil {
+			t.Fatalf("plain call %d while k1 cannot start: %v", i, err)
+		}
+		p.retire(w)
+	}
+	if h := p.health(); h.Err != "" {
+		t.Errorf("health names k1's failure: %+v", h)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if f := p.failed["k1"]; f == nil || f.n == 0 {
+		t.Errorf("k1's failed starts were not counted: %+v", f)
+	}
+}

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,8 +32,8 @@ type process interface {
 	Wait() error
 	// Kill ends the process at once.
 	Kill() error
-	// Memory returns the resident bytes.
-	Memory(ctx context.Context) (int64, error)
+	// usage reads its memory and CPU time.
+	usage
 }
 
 // launcher starts a worker's command. The supervisor's is the platform's;
@@ -61,6 +61,9 @@ type worker struct {
 	// standby is set for a worker started lazily: its interpreter is made
 	// when a call, or the pool ahead of one, asks (see standby.go).
 	standby *standby
+	// netGen is the generation of this host's addresses its --deny-net
+	// was made with (see addrWatch); 0 for a worker without such a list.
+	netGen uint64
 
 	exited   chan struct{} // closed when the process has been reaped
 	exitErr  error         // set before exited is closed
@@ -118,9 +121,11 @@ const (
 
 // policy is the sandbox of a worker: it reads the runtime files it needs and
 // reaches the bridge; its runner reaches the network only if allowed, and
-// with the default network never this host or its neighbours' metadata
-// services (see deniedNets).
-func (s *Supervisor) policy(rt *runtimeFiles, makeSnapshot bool) permissions.Policy {
+// with the default network never this host, the private networks (unless
+// allowed) or its neighbours' metadata services (see deniedNets). With the
+// default network it also returns the generation of this host's addresses
+// it denies (see addrWatch); else 0.
+func (s *Supervisor) policy(rt *runtimeFiles, makeSnapshot bool) (permissions.Policy, uint64) {
 	p := permissions.Policy{
 		Read:    []string{rt.pyodide},
 		Program: filepath.Dir(rt.entry),
@@ -129,19 +134,18 @@ func (s *Supervisor) policy(rt *runtimeFiles, makeSnapshot bool) permissions.Pol
 	if !makeSnapshot && rt.snapshot != "" {
 		p.Read = append(p.Read, rt.snapshot)
 	}
+	var gen uint64
 	switch {
 	case makeSnapshot || !s.cfg.Networking:
 	case len(s.cfg.AllowNet) > 0:
 		p.Network = permissions.Network{Hosts: s.cfg.AllowNet}
 	default:
 		// Read per worker: a laptop's addresses change as it moves.
-		addrs, err := net.InterfaceAddrs()
-		if err != nil {
-			s.log.Warn("cannot list this host's addresses to keep them from user code", zap.Error(err))
-		}
-		p.Network = permissions.Network{All: true, Deny: deniedNets(s.bridge.Socket() == "", addrs)}
+		var own []netip.Addr
+		own, gen = s.addrs.current()
+		p.Network = permissions.Network{All: true, Deny: deniedNets(s.bridge.Socket() == "", !s.cfg.PrivateNetworks, own)}
 	}
-	return p
+	return p, gen
 }
 
 // spawn starts a worker for r and waits until it is connected and has loaded
@@ -160,7 +164,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 	connected, withdraw := s.bridge.Expect(secret)
 	defer withdraw()
 
-	policy := s.policy(rt, makeSnapshot)
+	policy, netGen := s.policy(rt, makeSnapshot)
 	private := ""
 	if denoDir == "" {
 		denoDir = rt.noDenoDir
@@ -215,6 +219,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 	}
 	log := s.log.With(zap.Int("pid", p.Pid()))
 	w := newWorker(p, stdin, stderr, log, removePrivate)
+	w.netGen = netGen
 	// The config is one line; the pipe stays open as the worker's lifeline.
 	// A worker that died at once fails the write: its exit says why.
 	_, _ = stdin.Write(append(config, '\n'))

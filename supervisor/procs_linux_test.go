@@ -8,6 +8,9 @@ import (
 	"testing"
 )
 
+// listsProcesses says whether denoChildren works here rather than skip.
+const listsProcesses = true
+
 // denoChildren lists the deno processes this test process started.
 func denoChildren(t *testing.T) []int {
 	t.Helper()

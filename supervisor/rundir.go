@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -19,6 +21,9 @@ const runDirPrefix = "mcp-run-python-"
 
 // runDirLock is the file a live server holds locked in its run directory.
 const runDirLock = ".lock"
+
+// bridgeSocketName is the bridge's Unix socket in the run directory.
+const bridgeSocketName = "bridge.sock"
 
 // unlockedGrace is how old a run directory without a lock file must be
 // before it counts as abandoned: a new one has no lock for a moment.
@@ -38,7 +43,7 @@ type runDir struct {
 // openRunDir removes the run directories that servers left behind and makes
 // this server's own, locked.
 func openRunDir(log *zap.Logger) (*runDir, error) {
-	base := os.TempDir()
+	base := runDirBase()
 	sweepRunDirs(base, log)
 	dir, err := os.MkdirTemp(base, runDirPrefix)
 	if err != nil {
@@ -55,6 +60,27 @@ func openRunDir(log *zap.Logger) (*runDir, error) {
 		return nil, fmt.Errorf("run directory: lock %s: %v", dir, err)
 	}
 	return &runDir{path: dir, lock: lock}, nil
+}
+
+// runDirBase returns where run directories go: the system's temporary
+// directory, or /tmp where the bridge's socket in a run directory there
+// would be too long a path for a Unix socket (sun_path holds 104 bytes on
+// macOS, whose own TMPDIR, resolved, leaves 9 to spare; 108 on Linux).
+func runDirBase() string {
+	base := os.TempDir()
+	if runtime.GOOS == "windows" {
+		return base // the bridge listens on TCP
+	}
+	real, err := filepath.EvalSymlinks(base)
+	if err != nil {
+		real = base
+	}
+	// MkdirTemp's random part is a uint32 in decimal; the path needs a NUL.
+	longest := filepath.Join(real, runDirPrefix+"4294967295", bridgeSocketName)
+	if len(longest) < len(syscall.RawSockaddrUnix{}.Path) {
+		return base
+	}
+	return "/tmp"
 }
 
 // close removes the directory. Windows cannot remove a file that is open,

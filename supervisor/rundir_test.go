@@ -3,11 +3,14 @@ package supervisor
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gofrs/flock"
 	"go.uber.org/zap/zaptest"
+
+	"github.com/mcp-run-python/mcp-run-python/bridge"
 )
 
 func TestSweepRemovesOnlyRunDirsOfServersThatAreGone(t *testing.T) {
@@ -69,5 +72,30 @@ func TestRunDirIsLockedWhileOpen(t *testing.T) {
 	}
 	if _, err := os.Stat(run.path); !os.IsNotExist(err) {
 		t.Errorf("the run directory is still there after close: %v", err)
+	}
+}
+
+// A Unix socket's path is short: sun_path holds 104 bytes on macOS, whose
+// own temporary directory leaves a run directory 9 of them to spare, and 108
+// on Linux. Under a longer TMPDIR the bridge must still listen.
+func TestRunDirHoldsTheBridgeSocketUnderALongTMPDIR(t *testing.T) {
+	long := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
+	if err := os.Mkdir(long, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", long) // os.TempDir on Unix; TMP and TEMP on Windows
+	t.Setenv("TMP", long)
+	t.Setenv("TEMP", long)
+	run, err := openRunDir(zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.close()
+	b, err := bridge.Listen(zaptest.NewLogger(t), 1<<20, bridgeSocket(run))
+	if err != nil {
+		t.Fatalf("the bridge in run directory %s: %v", run.path, err)
+	}
+	if err := b.Close(); err != nil {
+		t.Error(err)
 	}
 }

@@ -143,7 +143,8 @@ func (s *Supervisor) prepare(ctx context.Context, progress func(string)) (*runti
 	// Every worker gets these paths in its permissions: a cache directory
 	// deno cannot be given (a comma in its path) fails here, once, and no
 	// worker start checks them again.
-	if err := s.policy(rt, false).Validate(runtime.GOOS); err != nil {
+	policy, _ := s.policy(rt, false)
+	if err := policy.Validate(runtime.GOOS); err != nil {
 		return nil, fmt.Errorf("cache directory: %w", err)
 	}
 
@@ -151,8 +152,9 @@ func (s *Supervisor) prepare(ctx context.Context, progress func(string)) (*runti
 	key := hex.EncodeToString(sum[:8])
 	snap, codeCache := l.snapshot(key), l.codeCache(key)
 	_, snapErr := os.Stat(snap)
-	_, cacheErr := os.Stat(codeCache)
-	if snapErr != nil || cacheErr != nil {
+	// A template that is not one (left by an older version, or changed on
+	// disk) is remade with its snapshot rather than fail every worker.
+	if snapErr != nil || checkTemplate(codeCache) != nil {
 		progress("making the Pyodide memory snapshot")
 		if err := s.makeSnapshot(ctx, rt, snap, codeCache); err != nil {
 			// Workers still start without one, only slower.
@@ -283,6 +285,9 @@ func (s *Supervisor) makeSnapshot(ctx context.Context, rt *runtimeFiles, path, c
 			return err
 		}
 		defer os.RemoveAll(tmp) // gone once renamed
+		if err := blockLocationData(tmp); err != nil {
+			return err
+		}
 		denoDir = tmp
 	}
 	w, err := s.spawn(ctx, rt, roleSnapshot, denoDir, false)
@@ -301,6 +306,13 @@ func (s *Supervisor) makeSnapshot(ctx context.Context, rt *runtimeFiles, path, c
 	w.kill()
 	if err != nil {
 		return fmt.Errorf("make snapshot: %w (%s)", err, w.stderrTail())
+	}
+	if codeCache != "" {
+		// Before the snapshot is written: one without its template would
+		// be remade, with it.
+		if err := sealTemplate(denoDir); err != nil {
+			return fmt.Errorf("make snapshot: what the worker left in its DENO_DIR is refused: %w", err)
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
@@ -332,6 +344,63 @@ func (s *Supervisor) remakeSnapshot(rt *runtimeFiles) {
 			s.log.Error("cannot remake the memory snapshot", zap.Error(err))
 		}
 	})
+}
+
+// errRuntimeGone marks a worker start that failed for a file of the
+// runtime gone: the next start rebuilds it (see repair).
+var errRuntimeGone = errors.New("a file of the Python runtime is gone")
+
+// startAttempts bounds how often startWorker starts a worker whose start
+// failed for a file of the runtime gone as it began: the cache directory
+// removed under the server (rm -rf takes a while, and can undo a rebuild
+// that races it), or a code cache template found damaged and dropped.
+const startAttempts = 3
+
+// startOnce is one attempt of startWorker.
+func (s *Supervisor) startOnce(ctx context.Context, r role, kind string) (*worker, error) {
+	rt := s.rt.Load()
+	if what := rt.missing(); what != "" {
+		var err error
+		if rt, err = s.repair(ctx, rt, what); err != nil {
+			return nil, err
+		}
+	}
+	if kind != "" {
+		learned := s.learn.runtime(kind)
+		if learned != nil && learned.missing() != "" {
+			s.learn.forget(kind) // its next uses make it again
+			learned = nil
+		}
+		if learned != nil {
+			rt = learned
+		} else {
+			kind = ""
+		}
+	}
+	// A plain worker of the pool starts on standby (see standby.go).
+	w, err := s.spawn(ctx, rt, r, "", r == roleCall && kind == "")
+	if err == nil {
+		w.kind = kind
+		if rt.deps != nil {
+			w.installed = rt.deps.files
+		}
+		return w, nil
+	}
+	if errors.Is(err, errBadTemplate) {
+		// Made again: by repair for the runtime's, by the set's next uses
+		// for a learned set's. Meanwhile the set's calls get plain workers.
+		s.log.Warn("a code cache template is damaged; it is dropped and made again", zap.String("path", rt.codeCache), zap.Error(err))
+		if err := os.RemoveAll(rt.codeCache); err != nil {
+			s.log.Error("cannot remove a damaged code cache template", zap.Error(err))
+		}
+		if kind != "" {
+			s.learn.forget(kind)
+		}
+	}
+	if what := rt.missing(); what != "" {
+		return nil, fmt.Errorf("%w (%s): %w", errRuntimeGone, what, err)
+	}
+	return nil, err
 }
 
 // lockDir serialises preparation between processes sharing a cache: flock

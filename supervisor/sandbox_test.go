@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.uber.org/zap"
@@ -29,8 +30,8 @@ func TestCallsLeaveDenoDirAlone(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(shared, dir)); err != nil {
 			continue // the warmup below makes it
 		}
-		if out, err := exec.Command("cp", "-al", filepath.Join(shared, dir), private).CombinedOutput(); err != nil {
-			t.Fatalf("copy the cache's %s: %v: %s", dir, err, out)
+		if err := linkTree(filepath.Join(shared, dir), filepath.Join(private, dir)); err != nil {
+			t.Fatalf("copy the cache's %s: %v", dir, err)
 		}
 	}
 	denoDir := layout{private}.denoDir()
@@ -54,9 +55,14 @@ func TestCallsLeaveDenoDirAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Modules loaded during a call would be analysed and code-cached by deno.
+	// On Windows the URL's path is /C:/...
+	url := filepath.ToSlash(module)
+	if !strings.HasPrefix(url, "/") {
+		url = "/" + url
+	}
 	code := fmt.Sprintf(`import js
 m = await js.eval("import('file://%s?call')")
-m.version`, module)
+m.version`, url)
 	res, _ := run(t, s, code)
 	if res.Status != StatusSuccess {
 		t.Fatalf("the call importing pyodide.mjs: %+v", res)
@@ -99,6 +105,33 @@ func TestPrivateDenoDir(t *testing.T) {
 	}
 }
 
+// linkTree makes dst a copy of src whose files are hard links, as GNU's
+// cp -al does (macOS's cp has no -l, Windows no cp).
+func linkTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(to, 0o755)
+		case d.Type().IsRegular():
+			return os.Link(path, to)
+		default: // a symlink; on Windows also a junction, as deno makes in node_modules
+			target, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, to)
+		}
+	})
+}
+
 // tree lists every file under dir with its size and modification time.
 func tree(t *testing.T, dir string) []string {
 	t.Helper()
@@ -127,10 +160,8 @@ func TestPolicy(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	rt := &runtimeFiles{entry: "/c/js/v/worker.ts", pyodide: "/c/pyodide", snapshot: "/c/snap.bin"}
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	host := &fakeAddrs{addrs: []net.Addr{ipnet(t, "127.0.0.1/8"), ipnet(t, "192.168.7.7/24")}}
+	own := []netip.Addr{netip.MustParseAddr("192.168.7.7")}
 	tests := []struct {
 		name         string
 		cfg          Config
@@ -138,7 +169,9 @@ func TestPolicy(t *testing.T) {
 		want         permissions.Policy
 	}{
 		{"networking", Config{Networking: true}, false,
-			permissions.Policy{Read: []string{"/c/pyodide", "/c/snap.bin"}, Network: permissions.Network{All: true, Deny: deniedNets(false, addrs)}}},
+			permissions.Policy{Read: []string{"/c/pyodide", "/c/snap.bin"}, Network: permissions.Network{All: true, Deny: deniedNets(false, true, own)}}},
+		{"networking with private networks", Config{Networking: true, PrivateNetworks: true}, false,
+			permissions.Policy{Read: []string{"/c/pyodide", "/c/snap.bin"}, Network: permissions.Network{All: true, Deny: deniedNets(false, false, own)}}},
 		{"no networking", Config{}, false,
 			permissions.Policy{Read: []string{"/c/pyodide", "/c/snap.bin"}}},
 		{"allowed hosts only", Config{Networking: true, AllowNet: []string{"127.0.0.1:9", "[::1]"}}, false,
@@ -148,11 +181,15 @@ func TestPolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &Supervisor{cfg: tt.cfg, bridge: b}
+			s := &Supervisor{cfg: tt.cfg, bridge: b, addrs: newAddrWatch(host.read, zap.NewNop(), nil)}
 			want := tt.want
-			want.Program, want.Bridge = "/c/js/v", permissions.Bridge{Addr: b.Addr(), Socket: b.Socket()}
-			if got := s.policy(rt, tt.makeSnapshot); !reflect.DeepEqual(got, want) {
+			want.Program, want.Bridge = filepath.FromSlash("/c/js/v"), permissions.Bridge{Addr: b.Addr(), Socket: b.Socket()}
+			got, gen := s.policy(rt, tt.makeSnapshot)
+			if !reflect.DeepEqual(got, want) {
 				t.Errorf("policy:\n got %+v\nwant %+v", got, want)
+			}
+			if all := got.Network.All; all != (gen != 0) {
+				t.Errorf("policy's generation of the host's addresses: %d, with the default network %v", gen, all)
 			}
 		})
 	}

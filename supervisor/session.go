@@ -20,16 +20,20 @@ var ErrSessionLost = errors.New("the session's state was lost")
 // need. Its calls run one at a time.
 //
 // Who may use a session, and for how long, is the front end's business:
-// the supervisor only runs it.
+// the supervisor only runs it, within the limits of a worker at all times,
+// between calls too (see sessionwatch.go).
 type Session struct {
 	s    *Supervisor
-	turn chan struct{} // held by the running call
+	turn chan struct{} // held by the running call, and by the watcher's readings
+	done chan struct{} // closed when the session ends
+	why  error         // why it ended, if it was lost; set before done is closed
 
 	// Guarded by turn.
 	w         *worker
 	installed map[string]bool // package files installed so far
 	mounted   bool            // the mounts have been put
 	lost      error           // why the worker is gone, once it is
+	runs      int             // calls run, so that the watcher sees one between its readings
 }
 
 // NewSession starts a session's worker and returns once it is ready.
@@ -41,7 +45,12 @@ func (s *Supervisor) NewSession(ctx context.Context) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start the session's worker: %w", err)
 	}
-	ss := &Session{s: s, turn: make(chan struct{}, 1), w: w, installed: s.preinstalled()}
+	return s.addSession(w)
+}
+
+// addSession makes a session of a started worker and watches it.
+func (s *Supervisor) addSession(w *worker) (*Session, error) {
+	ss := &Session{s: s, turn: make(chan struct{}, 1), done: make(chan struct{}), w: w, installed: s.preinstalled()}
 	s.sessionsMu.Lock()
 	defer s.sessionsMu.Unlock()
 	if s.ctx.Err() != nil {
@@ -49,7 +58,25 @@ func (s *Supervisor) NewSession(ctx context.Context) (*Session, error) {
 		return nil, errClosed
 	}
 	s.sessions[ss] = struct{}{}
+	go ss.watch(s.ctx, w.proc, s.idleLimits())
 	return ss, nil
+}
+
+// Done is closed when the session ends: closed, lost during a call, or
+// ended by its watcher between calls.
+func (ss *Session) Done() <-chan struct{} { return ss.done }
+
+// Err says, once Done is closed, why the session's state was lost,
+// wrapping ErrSessionLost; nil for a session that was closed.
+func (ss *Session) Err() error {
+	select {
+	case <-ss.done:
+		if ss.why != nil {
+			return fmt.Errorf("%w: %w", ErrSessionLost, ss.why)
+		}
+	default:
+	}
+	return nil
 }
 
 // worker returns the session's worker, or nil for no session: a call
@@ -66,10 +93,8 @@ func (ss *Session) worker() *worker {
 // killed (time, memory) or crashed ends it, says so in its result, and
 // every later call fails with ErrSessionLost.
 func (ss *Session) Run(ctx context.Context, req Request) (Result, error) {
-	select {
-	case ss.turn <- struct{}{}:
-	case <-ctx.Done():
-		return Result{}, fmt.Errorf("waiting for the session's previous call: %w", context.Cause(ctx))
+	if err := ss.take(ctx); err != nil {
+		return Result{}, err
 	}
 	defer func() { <-ss.turn }()
 	if ss.lost == nil && ss.w.dead() {
@@ -85,22 +110,38 @@ func (ss *Session) Run(ctx context.Context, req Request) (Result, error) {
 		if res.Status == StatusRunError {
 			res.Error = strings.TrimRight(res.Error, "\n") + "\n[the session's state was lost: its worker was stopped; create a new session]\n"
 		}
-		ss.end()
+		ss.end(ss.lost)
 	}
 	return res, err
 }
 
-// Close ends the session and its worker. A call running in it is stopped.
-func (ss *Session) Close() {
-	ss.end()
+// take waits for the session's turn, for a call, and counts the call.
+func (ss *Session) take(ctx context.Context) error {
+	select {
+	case ss.turn <- struct{}{}:
+		ss.runs++
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the session's previous call: %w", context.Cause(ctx))
+	}
 }
 
-// end kills the worker and forgets the session; it may run more than once.
-func (ss *Session) end() {
+// Close ends the session and its worker. A call running in it is stopped.
+func (ss *Session) Close() {
+	ss.end(nil)
+}
+
+// end kills the worker and forgets the session, lost for why (nil: it was
+// closed); it may run more than once, and the first why stays.
+func (ss *Session) end(why error) {
 	s := ss.s
 	s.sessionsMu.Lock()
 	_, live := s.sessions[ss]
 	delete(s.sessions, ss)
+	if live {
+		ss.why = why
+		close(ss.done)
+	}
 	s.sessionsMu.Unlock()
 	if live {
 		ss.w.kill()
@@ -118,7 +159,7 @@ func (s *Supervisor) closeSessions() {
 	s.sessionsMu.Unlock()
 	var wg sync.WaitGroup
 	for _, ss := range all {
-		wg.Go(ss.end)
+		wg.Go(func() { ss.end(nil) })
 	}
 	wg.Wait()
 }

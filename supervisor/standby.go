@@ -57,9 +57,10 @@ func (s *Supervisor) restore(w *worker) {
 	})
 }
 
-// restoreWait bounds how long a call waits for a worker's restore before
-// it takes another: a restore takes about 0.1 s, a stopped (frozen)
-// worker's never ends.
+// restoreWait is how long a call waits for a worker's restore without the
+// worker using CPU before it takes another. A restore takes about 0.1 s on
+// an idle machine and seconds on a loaded one, using CPU all the while; a
+// stopped (frozen) worker uses none and never ends it.
 const restoreWait = 4 * time.Second
 
 // awaitRestore makes w's interpreter, if it is on standby and nobody has
@@ -70,15 +71,34 @@ func (s *Supervisor) awaitRestore(ctx context.Context, w *worker) (bool, error) 
 		return false, nil
 	}
 	s.restore(w)
-	wait := time.NewTimer(restoreWait)
-	defer wait.Stop()
-	select {
-	case <-w.standby.done:
-		return true, w.standby.err
-	case <-wait.C:
-		return true, fmt.Errorf("its interpreter was not made within %s", restoreWait)
-	case <-ctx.Done():
-		return true, context.Cause(ctx)
+	if err := awaitWorking(ctx, w.standby.done, w.proc, restoreWait); err != nil {
+		return true, err
+	}
+	return true, w.standby.err
+}
+
+// awaitWorking waits until done is closed, for as long as u's process uses
+// CPU time in every period of every: a slow restore on a loaded machine is
+// waited for (within ctx and the restore's own start timeout), while a
+// process that is stopped is given up after one period. A process whose CPU
+// time cannot be read gets one period.
+func awaitWorking(ctx context.Context, done <-chan struct{}, u usage, every time.Duration) error {
+	last, err := u.CPUTime(ctx)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return nil
+		case <-tick.C:
+			now, nowErr := u.CPUTime(ctx)
+			if err != nil || nowErr != nil || now <= last {
+				return fmt.Errorf("its interpreter was not made within %s, in which its process did no work", every)
+			}
+			last = now
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
 	}
 }
 

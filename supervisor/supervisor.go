@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -33,6 +34,10 @@ type Config struct {
 	Deps        []string      // requirements installed into every interpreter
 	Networking  bool          // user code may use the network
 	AllowNet    []string      // with Networking, the only hosts user code may reach (permissions.ParseHost); nil: all
+	// PrivateNetworks lets user code with Networking and no AllowNet reach
+	// the private networks (10/8, 172.16/12, 192.168/16, 100.64/10) too;
+	// this host's own addresses stay out of reach.
+	PrivateNetworks bool
 
 	// IndexURL is the package index (a PyPI-style simple API, as an http(s)
 	// URL or a local directory); "" means packages.DefaultIndexURL.
@@ -68,6 +73,11 @@ type Config struct {
 	// Pyodide load; 0 means DefaultStartTimeout. A plain load takes about
 	// 3 s on two cores.
 	StartTimeout time.Duration
+	// SessionIdleCPU is the share of one core a session's worker may use,
+	// on average, while no call runs, with up to sessionCPUWindow's worth
+	// at once; past it the session ends. 0 means DefaultSessionIdleCPU,
+	// negative no bound. (MemoryLimit holds between calls too.)
+	SessionIdleCPU float64
 	// Metrics, if not nil, receives the supervisor's Prometheus metrics.
 	Metrics prometheus.Registerer
 
@@ -138,6 +148,9 @@ func (c Config) WithDefaults() Config {
 	if c.ToolCalls == 0 {
 		c.ToolCalls = DefaultToolCalls
 	}
+	if c.SessionIdleCPU == 0 {
+		c.SessionIdleCPU = DefaultSessionIdleCPU
+	}
 	return c
 }
 
@@ -204,6 +217,11 @@ type Supervisor struct {
 	sessions   map[*Session]struct{} // live sessions
 
 	cache cacheUse // the cache entries held, and their pruning (cachelimit.go)
+	// addrs follows this host's addresses for the default network's deny
+	// list (netdeny.go); nil for other networks.
+	addrs *addrWatch
+
+	mounts []*mount.Folder // cfg.Mounts, each pinned to its folder at New
 }
 
 // errClosed is what calls get once Close has begun.
@@ -222,6 +240,9 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 
 		sessions: map[*Session]struct{}{},
 	}
+	for _, m := range cfg.Mounts {
+		s.mounts = append(s.mounts, mount.Pin(m))
+	}
 	s.learn = newLearner()
 	s.metrics = newMetrics(s, cfg.Metrics, log)
 	s.launch = platformLauncher(cfg.MemoryLimit)
@@ -237,36 +258,26 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 		restarts: s.metrics.restarts,
 		wait:     s.metrics.poolWait,
 	}
+	if cfg.Networking && len(cfg.AllowNet) == 0 {
+		s.addrs = newAddrWatch(net.InterfaceAddrs, log, s.pool.retireStale)
+		s.pool.stale = func(w *worker) bool { return s.addrs.stale(w.netGen) }
+	}
 	return s
 }
 
 // startWorker boots a worker for r (the pool's or a session's), first
 // rebuilding the runtime if any of its files has gone missing under the
-// server. A kind names a learned set of packages (see learn.go) to start
-// the worker from; one that is gone gives a plain worker.
+// server, and again when they go missing as the worker starts (see
+// startAttempts). A kind names a learned set of packages (see learn.go) to
+// start the worker from; one that is gone or broken gives a plain worker.
 func (s *Supervisor) startWorker(ctx context.Context, r role, kind string) (*worker, error) {
-	rt := s.rt.Load()
-	if what := rt.missing(); what != "" {
-		var err error
-		if rt, err = s.repair(ctx, rt, what); err != nil {
-			return nil, err
-		}
+	w, err := s.startOnce(ctx, r, kind)
+	for try := 1; errors.Is(err, errRuntimeGone) && try < startAttempts && ctx.Err() == nil; try++ {
+		s.log.Warn("a worker could not start for a file of the Python runtime gone; rebuilding it and starting again", zap.Error(err))
+		w, err = s.startOnce(ctx, r, kind)
 	}
-	if kind != "" {
-		if learned := s.learn.runtime(kind); learned != nil && learned.missing() == "" {
-			rt = learned
-		} else {
-			kind = ""
-		}
-	}
-	// A plain worker of the pool starts on standby (see standby.go).
-	w, err := s.spawn(ctx, rt, r, "", r == roleCall && kind == "")
 	if err != nil {
 		return nil, err
-	}
-	w.kind = kind
-	if rt.deps != nil {
-		w.installed = rt.deps.files
 	}
 	if s.cfg.MemoryLimit > 0 {
 		// Said once, at start: a limit this platform cannot watch must not
@@ -314,10 +325,19 @@ func knownPythonVersion(cacheDir string) string {
 
 // Start prepares the runtime and warms the pool in the background and returns
 // at once, so that a server can answer initialize before Pyodide is loaded.
-// A failure is logged; calls retry the preparation.
+// A failure is logged; calls retry the preparation. Close stops the
+// preparation: a server that fails to start (its address is taken) ends at
+// once, without a second, misleading error about the runtime.
 func (s *Supervisor) Start(ctx context.Context) {
 	s.wg.Go(func() {
+		ctx, stop := context.WithCancel(ctx)
+		defer stop()
+		defer context.AfterFunc(s.ctx, stop)()
 		if _, err := s.ensure(ctx, func(step string) { s.log.Info(step) }); err != nil {
+			if ctx.Err() != nil || errors.Is(err, errClosed) {
+				s.log.Debug("runtime preparation stopped", zap.Error(err))
+				return
+			}
 			s.log.Error("cannot prepare the Python runtime", zap.Error(err))
 		}
 	})
@@ -373,6 +393,9 @@ func (s *Supervisor) ensure(ctx context.Context, progress func(string)) (*runtim
 	s.rt.Store(rt)
 	s.holdRuntime(rt)
 	s.pool.begin()
+	if s.addrs != nil {
+		s.wg.Go(func() { s.addrs.watch(s.ctx, addrPoll) })
+	}
 	return rt, nil
 }
 
@@ -393,7 +416,7 @@ func (s *Supervisor) repair(ctx context.Context, broken *runtimeFiles, what stri
 	progress := func(step string) { s.log.Info(step) }
 	rt, err := s.prepare(ctx, progress)
 	if err != nil {
-		return nil, fmt.Errorf("the Python runtime lost %s and cannot be rebuilt: %w", what, err)
+		return nil, fmt.Errorf("%w (%s) and cannot be rebuilt: %w", errRuntimeGone, what, err)
 	}
 	rt = s.withDeps(ctx, rt, progress)
 	s.rt.Store(rt)
@@ -513,6 +536,9 @@ func (s *Supervisor) serve(ctx context.Context, req Request, ss *Session) (res R
 	}
 	run := bridge.RunRequest{Code: code, Globals: req.Globals, Watch: s.watched(), FilesLimit: s.cfg.FilesLimit}
 	res, files, err := s.call(ctx, w, run, limit, onLine)
+	if res.Status == StatusRunError {
+		res.Error = withNote(res.Error, s.pkgs.missingPackageNote(res.Error, code, script, fromScript))
+	}
 	res.Dependencies = packages.WithoutPython(reqs)
 	if len(warnings) > 0 {
 		res.Output = append(warnings, res.Output...)
@@ -628,5 +654,5 @@ func bridgeSocket(run *runDir) string {
 	if runtime.GOOS == "windows" {
 		return ""
 	}
-	return filepath.Join(run.path, "bridge.sock")
+	return filepath.Join(run.path, bridgeSocketName)
 }

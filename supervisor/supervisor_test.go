@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/dustin/go-humanize"
 )
@@ -73,6 +76,9 @@ func start(t *testing.T, cfg Config, opts ...zaptest.LoggerOption) *Supervisor {
 	t.Cleanup(func() {
 		if err := s.Close(context.Background()); err != nil {
 			t.Error(err)
+		}
+		if !listsProcesses {
+			return
 		}
 		if left := denoChildren(t); len(left) > 0 {
 			t.Errorf("deno processes left after Close: %v", left)
@@ -467,6 +473,35 @@ func TestCutText(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := cutText(tt.text, tt.limit); got != tt.want {
 				t.Errorf("cutText(%q, %d) = %q, want %q", tt.text, tt.limit, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCloseDuringStart: a server that stops while its runtime is still being
+// prepared (its listener failed, say) stops the preparation rather than
+// waiting for it, and does not report the preparation as failed.
+func TestCloseDuringStart(t *testing.T) {
+	for _, preparing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("preparing=%v", preparing), func(t *testing.T) {
+			core, logs := observer.New(zapcore.InfoLevel)
+			s := New(Config{Deno: testDeno(t), CacheDir: t.TempDir(), Timeout: 30 * time.Second}, zap.New(core))
+			s.Start(context.Background())
+			// The first step reported: the preparation, which takes
+			// seconds in an empty cache, is under way.
+			for deadline := time.Now().Add(30 * time.Second); preparing && logs.Len() == 0; {
+				if time.Now().After(deadline) {
+					t.Fatal("the preparation reported no step")
+				}
+				time.Sleep(10 * time.Millisecond) // bounded polling for the first step
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := s.Close(ctx); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			for _, e := range logs.FilterLevelExact(zapcore.ErrorLevel).All() {
+				t.Errorf("logged: %s %v", e.Message, e.ContextMap())
 			}
 		})
 	}

@@ -22,12 +22,16 @@ type Tools interface {
 	Call(ctx context.Context, server, tool string, args json.RawMessage) (ToolResult, error)
 }
 
-// ToolSpec describes a callable tool.
+// ToolSpec describes a callable tool, or a server that is down.
 type ToolSpec struct {
 	Server      string          `json:"server"` // its server's name in the tools configuration
 	Name        string          `json:"name"`   // the tool's name on that server
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"input_schema"` // a JSON Schema object
+	// Down, set with no Name, stands for a server that has listed no tools
+	// yet (down since the start) and says why: code that calls any tool of
+	// it gets ToolError with the reason, not an AttributeError.
+	Down string `json:"down,omitempty"`
 }
 
 // ToolResult is what a tool call returned: its structured content when it

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -136,6 +137,9 @@ func buildTrivialServer(b *testing.B) string {
 		}
 	}
 	bin := filepath.Join(dir, "trivial")
+	if runtime.GOOS == "windows" {
+		bin += ".exe" // as in prepare
+	}
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Dir, build.Env = dir, append(os.Environ(), "GOWORK=off")
 	if out, err := build.CombinedOutput(); err != nil {

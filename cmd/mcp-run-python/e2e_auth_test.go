@@ -189,7 +189,8 @@ const (
 func TestAuthOAuth(t *testing.T) {
 	s := setup(t)
 	iss := newLocalIssuer(t)
-	tg := startTarget(t, s, modeStateful, "--sessions", "--oauth-issuer", iss.url, "--oauth-audience", testAudience, "--oauth-scopes", "mcp:run")
+	tg := startTarget(t, s, modeStateful, "--sessions", "--oauth-issuer", iss.url, "--oauth-audience", testAudience, "--oauth-scopes", "mcp:run",
+		"--max-sessions", "4", "--max-mcp-sessions-per-principal", "3")
 	metadataURL := tg.url + "/.well-known/oauth-protected-resource/mcp"
 
 	t.Run("no_token", func(t *testing.T) {
@@ -248,7 +249,51 @@ func TestAuthOAuth(t *testing.T) {
 	a := alice.connect(t)
 	a.expectWorks(t)
 	bob := tg.as(iss.token(t, "bob", nil))
-	testPrincipalsOwnTheirState(t, a, bob.connect(t))
+	b := bob.connect(t)
+	testPrincipalsOwnTheirState(t, a, b)
+
+	t.Run("modern_clients", func(t *testing.T) {
+		// A client of the 2026-07-28 protocol has an MCP session whose id
+		// is "": what it starts is its principal's all the same.
+		// Such a client holds no GET stream: it is made as for a stateless
+		// server (the mode only picks the client's transport).
+		modern := func(tg *target) *e2eClient {
+			cp := *tg
+			cp.mode = modeStateless
+			return cp.connectProtocol(t, modernProtocol)
+		}
+		am, bm := modern(alice), modern(bob)
+		for _, c := range []*e2eClient{am, bm} {
+			c.knowTools(t)
+		}
+		id := testPrincipalsOwnTheirState(t, am, bm)
+		// The owner is the principal, whatever the protocol.
+		a.expectRunIn(t, id, "open('notes.txt').read()", success("hers"))
+	})
+
+	t.Run("caps_per_principal", func(t *testing.T) {
+		// Alice holds the 2 Python sessions of her own (half of
+		// --max-sessions 4) and 1 MCP session: she can start no more
+		// Python sessions, and 2 more MCP sessions; Bob still can.
+		res := a.callNamed(t, createSessionTool, map[string]any{})
+		if text := resultText(t, res); !res.IsError || !strings.Contains(text, "the maximum of 2 sessions one caller may hold (--max-sessions-per-principal)") {
+			t.Errorf("create_session past alice's cap: %q (isError %v)", text, res.IsError)
+		}
+		b.createSession(t, defaultIdle)
+		aliceToken, bobToken := alice.headers["Authorization"], bob.headers["Authorization"]
+		for i := range 3 {
+			got := tg.do(t, "/mcp", initializeBody, "Authorization", aliceToken)
+			switch {
+			case i < 2 && got.status != http.StatusOK:
+				t.Errorf("alice's MCP session %d: %d %q", i+2, got.status, got.body)
+			case i == 2 && (got.status != http.StatusServiceUnavailable || !strings.Contains(got.body, "--max-mcp-sessions-per-principal")):
+				t.Errorf("alice's MCP session past her cap of 3: %d %q, want 503 naming --max-mcp-sessions-per-principal", got.status, got.body)
+			}
+		}
+		if got := tg.do(t, "/mcp", initializeBody, "Authorization", bobToken); got.status != http.StatusOK {
+			t.Errorf("bob's second MCP session: %d %q", got.status, got.body)
+		}
+	})
 
 	t.Run("mcp_session", func(t *testing.T) {
 		// Bob's token with Alice's MCP session is, to him, no session at all.
@@ -267,11 +312,11 @@ func TestAuthOAuth(t *testing.T) {
 }
 
 // testPrincipalsOwnTheirState: what alice starts (a Python session, files)
-// bob can use no more than what never was.
-func testPrincipalsOwnTheirState(t *testing.T, alice, bob *e2eClient) {
+// bob can use no more than what never was. It returns her session.
+func testPrincipalsOwnTheirState(t *testing.T, alice, bob *e2eClient) (id string) {
 	t.Helper()
 	t.Run("python_sessions_and_files", func(t *testing.T) {
-		id := alice.createSession(t, defaultIdle)
+		id = alice.createSession(t, defaultIdle)
 		res, _ := alice.runIn(t, id, putFiles+"put('notes.txt', 'hers')")
 		_, sessionURIs := alice.expectFiles(t, res, "session", []wantFile{{path: "notes.txt", mime: "text/plain", data: []byte("hers")}})
 		res, _ = alice.runArgs(t, map[string]any{"python_code": putFiles + "put('mine.txt', 'mine')"})
@@ -279,6 +324,7 @@ func testPrincipalsOwnTheirState(t *testing.T, alice, bob *e2eClient) {
 		expectNotOwned(t, bob, []string{id}, append(sessionURIs, callURIs...))
 		alice.expectRunIn(t, id, "open('notes.txt').read()", success("hers"))
 	})
+	return id
 }
 
 // tokenFile is a new token file of tokens, readable by its owner only.
@@ -356,6 +402,37 @@ func TestAuthStaticTokens(t *testing.T) {
 			time.Sleep(50 * time.Millisecond) // bounded polling for the reload
 		}
 		tg.as(aliceToken).connect(t).expectWorks(t)
+
+		// A FIFO in the file's place is refused without waiting for a
+		// writer: it used to hold the reload for ever, and every later
+		// SIGHUP with it, so that a revoked token stayed accepted.
+		makeFIFO(t, file+".fifo")
+		if err := os.Rename(file+".fifo", file); err != nil {
+			t.Fatal(err)
+		}
+		if err := tg.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		deadline = time.Now().Add(10 * time.Second)
+		for !strings.Contains(tg.stderr.String(), "not a regular file") {
+			if time.Now().After(deadline) {
+				t.Fatalf("no refusal of the FIFO 10s after SIGHUP; stderr:\n%s", tg.stderr)
+			}
+			time.Sleep(50 * time.Millisecond) // bounded polling for the reload
+		}
+		tg.as(aliceToken).connect(t).expectWorks(t)
+		writeTokens(t, file, bobToken)
+		if err := tg.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		deadline = time.Now().Add(10 * time.Second)
+		for tg.do(t, "/mcp", initializeBody, "Authorization", "Bearer "+aliceToken).status != http.StatusUnauthorized {
+			if time.Now().After(deadline) {
+				t.Fatal("alice's token still works 10s after a FIFO, then a file without it, and SIGHUP")
+			}
+			time.Sleep(50 * time.Millisecond) // bounded polling for the reload
+		}
+		tg.as(bobToken).connect(t).expectWorks(t)
 	})
 }
 
@@ -432,6 +509,7 @@ func TestAuthWarnsOfAnOpenServer(t *testing.T) {
 		t.Run(tc.host, func(t *testing.T) {
 			cmd := exec.Command(s.bin, append(s.baseArgs(), "--host", tc.host, "--port", strconv.Itoa(freePort(t)), "--warm", "1", modeStateless)...)
 			cmd.Env = serverEnv()
+			ownProcessGroup(cmd)
 			stderr, err := cmd.StderrPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -440,7 +518,9 @@ func TestAuthWarnsOfAnOpenServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer func() {
-				_ = cmd.Process.Signal(syscall.SIGTERM)
+				if stopServer(cmd.Process) != nil {
+					_ = cmd.Process.Kill() // else Wait would wait forever
+				}
 				_ = cmd.Wait()
 			}()
 			// The warning comes right after the line that says where it

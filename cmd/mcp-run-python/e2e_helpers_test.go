@@ -17,11 +17,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -120,7 +120,11 @@ func prepare() (*e2eSetup, error) {
 		return nil, err
 	}
 	tempRoot = dir
-	s := &e2eSetup{bin: filepath.Join(dir, "mcp-run-python"), deno: deno, tempRoot: dir}
+	bin := filepath.Join(dir, "mcp-run-python")
+	if runtime.GOOS == "windows" {
+		bin += ".exe" // go build -o writes the name given; exec finds only a .exe
+	}
+	s := &e2eSetup{bin: bin, deno: deno, tempRoot: dir}
 
 	start := time.Now()
 	build := exec.Command("go", "build", "-o", s.bin, ".")
@@ -258,6 +262,7 @@ func startTargetWith(t testing.TB, s *e2eSetup, mode string, l launch) *target {
 		tg.cmd.Env = serverEnv()
 	}
 	tg.cmd.Dir = l.dir
+	ownProcessGroup(tg.cmd)
 	tg.stderr = &syncBuffer{}
 	tg.cmd.Stderr = tg.stderr
 	if err := tg.cmd.Start(); err != nil {
@@ -272,7 +277,7 @@ func startTargetWith(t testing.TB, s *e2eSetup, mode string, l launch) *target {
 		select {
 		case <-tg.done:
 		default:
-			_ = tg.cmd.Process.Signal(syscall.SIGTERM)
+			_ = stopServer(tg.cmd.Process)
 		}
 		select {
 		case <-tg.done:
@@ -376,6 +381,7 @@ func (tg *target) connectProtocol(t testing.TB, protocol string) *e2eClient {
 					cmd.Env = serverEnv()
 				}
 				cmd.Dir = tg.launch.dir
+				ownProcessGroup(cmd)
 				if tg.launch.stderr != nil {
 					cmd.Stderr = tg.launch.stderr
 				}

@@ -14,6 +14,7 @@ package main_test
 //	go test ./cmd/mcp-run-python/ -run Hostile -count=1 -v
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
@@ -26,6 +27,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // hostileServer names the server a probe runs on.
@@ -47,6 +50,9 @@ type hostileCase struct {
 	code   string
 	// check, when set, runs after the probe.
 	check func(t *testing.T, w hostileWorld)
+	// content, when set, puts every content item of the result in the
+	// golden file, not only its one text (see contentSummary).
+	content bool
 }
 
 // Limits of the hostile servers: low, so that bombs end fast, but with room
@@ -130,10 +136,16 @@ func TestHostile(t *testing.T) {
 				wg.Go(func() {
 					for tc := range next {
 						t.Run(tc.name, func(t *testing.T) {
-							got := env.normalise(c.run(t, env.expand(tc.code)))
+							var got string
+							if tc.content {
+								res, _ := c.runArgs(t, map[string]any{"python_code": env.expand(tc.code)})
+								got = env.normalise(contentSummary(res))
+							} else {
+								got = env.normalise(c.run(t, env.expand(tc.code)))
+							}
 							golden(t, filepath.Join("hostile", tc.name+".txt"), got)
 							if tc.check != nil {
-								tc.check(t, hostileWorld{stderr: c.stderr.String, local: local})
+								tc.check(t, hostileWorld{stderr: c.stderr.String, local: local, run: c.run})
 							}
 							c.expectWorks(t)
 						})
@@ -279,6 +291,7 @@ func (l *localService) requests(path string) int {
 type hostileWorld struct {
 	stderr func() string // the server's stderr so far
 	local  *localService
+	run    func(t *testing.T, code string) string // another call on the same server
 }
 
 // moduleNeverFetched checks that no worker ever fetched the local service's
@@ -457,7 +470,17 @@ await failed`},
 		{name: "net_default_zero_address", code: "import js\nawait js.fetch('http://0.0.0.0:$LOCAL_PORT/')"},
 		{name: "net_default_own_address", code: "import js\nawait js.fetch('http://$OWN:$LOCAL_PORT/')"},
 		{name: "net_default_cloud_metadata", code: "import js\nawait js.fetch('http://169.254.169.254/latest/meta-data/')"},
+		// Nor private networks, as browsers keep web pages from them (this
+		// machine is on none: the probe shows the refusal, not a host).
+		{name: "net_default_private_networks", code: `import js
+hosts = ['10.0.0.1:80', '172.16.0.1:80', '172.31.255.254:443', '192.168.1.1:80', '100.64.0.1:80', '[::ffff:192.168.1.1]:80', '8.8.8.8:53']
+for h in hosts:
+    print(h, js.Deno.permissions.querySync(js.eval(f"({{name: 'net', host: '{h}'}})")).state)
+await js.fetch('http://192.168.1.1/')`},
 		{name: "net_default_port_scan", code: portScan},
+		// Python's own HTTP clients fetch too (runner.py's _fetch), under the
+		// same policy; a refusal names the flags.
+		{name: "net_default_urlopen_local_service", code: "import urllib.request\nurllib.request.urlopen('http://$LOCAL/')"},
 		{name: "unix_socket", code: "import js\nawait js.Deno.connect(js.eval(\"({transport: 'unix', path: '$SOCKET'})\"))"},
 		{name: "vsock", code: "import js\nawait js.Deno.connect(js.eval(\"({transport: 'vsock', cid: 1, port: 1234})\"))"},
 		{name: "bridge_connect", code: "import js\nawait js.Deno.connect(js.eval(\"({transport: 'unix', path: '$BRIDGE'})\"))"},
@@ -470,12 +493,19 @@ await failed`},
 		{name: "off_listen", server: serverOffline, code: "import js\njs.Deno.listen(js.eval(\"({hostname: '127.0.0.1', port: 0})\"))"},
 		{name: "off_resolve_dns", server: serverOffline, code: "import js\nawait js.Deno.resolveDns('localhost', 'A', js.eval(\"({nameServer: {ipAddr: '127.0.0.1', port: 53}})\"))"},
 		{name: "off_pyfetch", server: serverOffline, code: "from pyodide.http import pyfetch\nawait pyfetch('http://$OTHER/')"},
+		{name: "off_http_client", server: serverOffline, code: "import http.client\nc = http.client.HTTPConnection('$LOCAL')\nc.request('GET', '/')"},
 
 		// --allow-net for one local port: that port only, even on loopback.
 		{name: "allow_fetch_allowed", server: serverAllowNet, code: "import js\nr = await js.fetch('http://$LOCAL/')\nawait r.text()"},
 		{name: "allow_fetch_other_port", server: serverAllowNet, code: "import js\nawait js.fetch('http://$OTHER/')"},
 		{name: "allow_redirect_to_other_port", server: serverAllowNet, code: "import js\nawait js.fetch('http://$LOCAL/redirect?to=http://$OTHER/')"},
 		{name: "allow_fetch_localhost_alias", server: serverAllowNet, code: "import js\nawait js.fetch('http://localhost:$LOCAL_PORT/')"},
+		{name: "allow_urlopen_allowed", server: serverAllowNet, code: "import urllib.request\nr = urllib.request.urlopen('http://$LOCAL/', timeout=5)\nr.status, r.read()"},
+		{name: "allow_http_client_allowed", server: serverAllowNet, code: "import http.client\nc = http.client.HTTPConnection('$LOCAL', timeout=5)\nc.request('POST', '/', body=b'x')\nr = c.getresponse()\nfirst = r.status, r.read()\nc.request('GET', '/again')\nfirst, c.getresponse().read()"},
+		// What urllib3 2.x's Emscripten backend (and so requests) fetches with.
+		{name: "allow_run_sync_fetch", server: serverAllowNet, code: "import js\nfrom pyodide.ffi import can_run_sync, run_sync\nr = run_sync(js.fetch('http://$LOCAL/'))\ncan_run_sync(), r.status, run_sync(r.text())"},
+		{name: "allow_urlopen_other_port", server: serverAllowNet, code: "import urllib.request\nurllib.request.urlopen('http://$OTHER/')"},
+		{name: "allow_urlopen_redirect_to_other_port", server: serverAllowNet, code: "import urllib.request\nurllib.request.urlopen('http://$LOCAL/redirect?to=http://$OTHER/')"},
 		{name: "allow_connect_bridge", server: serverAllowNet, code: "import js\nawait js.Deno.connect(js.eval(\"({transport: 'unix', path: '$BRIDGE'})\"))"},
 		{name: "allow_websocket_bridge", server: serverAllowNet, code: bridgeWebSocket},
 
@@ -489,6 +519,14 @@ await failed`},
 		{name: "forge_fatal", code: "import js\njs.postMessage('{\"type\": \"fatal\", \"error\": \"forged\"}')"},
 		{name: "forge_output_past_limit", code: "import js, json\njs.postMessage(json.dumps({'type': 'output', 'stream': 'stdout', 'lines': ['x' * 100] * 1000}))\n'done'"},
 		{name: "forge_huge_frame", code: "import js\njs.postMessage('x' * (80 << 20))"},
+		// Forged files frames: past bridge.MaxEntries entries are refused,
+		// said in one note, and a result shows at most 20 images.
+		{name: "forge_files_400000", content: true, code: forgeFiles},
+		{name: "forge_figures_20000", content: true, code: forgeFigures},
+		// An SVG may carry scripts: linked, never image content; a file
+		// whose name says PNG and whose bytes are HTML is not served as HTML.
+		{name: "figure_svg_script", content: true, code: "class Pic:\n    def __repr__(self):\n        return 'Pic()'\n    def _repr_svg_(self):\n        return '<svg xmlns=\"http://www.w3.org/2000/svg\"><script>alert(1)</script></svg>'\nPic()"},
+		{name: "file_png_holding_html", content: true, code: "open('page.png', 'w').write('<html><script>alert(1)</script></html>')"},
 		{name: "forge_globals", server: serverImpatient, code: "import js\njs.eval(\"globalThis.postMessage = () => {}; self.onmessage = null; Deno.exit = () => {}\")\nprint('replaced')\n'still delivered'"},
 		{name: "runner_close", server: serverImpatient, code: "import js\njs.close()\n'closed'"},
 		{name: "deno_exit", server: serverImpatient, code: "import js\njs.Deno.exit(0)"},
@@ -519,6 +557,39 @@ await failed`},
 		{name: "deno_stdout_write", code: "import js\njs.Deno.stdout.writeSync(js.TextEncoder.new().encode('{\"jsonrpc\": \"2.0\", \"id\": 1, \"result\": {}}\\n'))"},
 		{name: "deno_stderr_write", code: "import js\njs.Deno.stderr.writeSync(js.TextEncoder.new().encode('forged log line\\n'))"},
 		{name: "deno_stdout_close", code: "import js\njs.Deno.stdout.close()\njs.Deno.stderr.close()\nprint('still printing')"},
+
+		// Every interpreter is restored from one memory snapshot: what a
+		// module seeded at import must be seeded again in each, or every
+		// caller gets the same "random" password and temporary names.
+		{name: "random_state_per_interpreter", code: randomState + "\nlen(state.split())", check: randomStateDiffers},
+	}
+}
+
+// randomState is code that puts in state what the random state of its
+// interpreter makes: numbers, a password and a temporary file's name.
+const randomState = `import random, string, tempfile
+bits = random.getrandbits(64)
+password = ''.join(random.choices(string.ascii_letters + string.digits, k=16))
+name = next(tempfile._get_candidate_names())
+state = f'{bits} {password} {name}'`
+
+// randomStateDiffers runs randomState in two more interpreters: what each
+// part of their random state makes must differ between them.
+func randomStateDiffers(t *testing.T, w hostileWorld) {
+	t.Helper()
+	var outputs [2][]string
+	for i := range outputs {
+		got := w.run(t, randomState+"\nprint(state)")
+		_, out, _ := strings.Cut(got, "<output>\n")
+		out, _, _ = strings.Cut(out, "\n</output>")
+		if outputs[i] = strings.Fields(out); len(outputs[i]) != 3 {
+			t.Fatalf("randomState printed no bits, password and name:\n%s", got)
+		}
+	}
+	for i, what := range []string{"random.getrandbits", "random.choices", "tempfile's name"} {
+		if outputs[0][i] == outputs[1][i] {
+			t.Errorf("%s gave %s in two interpreters", what, outputs[0][i])
+		}
 	}
 }
 
@@ -542,3 +613,70 @@ for port in range(1, 1025):
     except Exception as e:
         outcomes[type(e).__name__ + ': ' + str(e).split('"')[0]] += 1
 dict(outcomes)`
+
+// forgeFiles is code that forges the files frame of its call: 400 000
+// entries, three with bytes, the rest deleted files.
+const forgeFiles = `import js
+js.eval("""
+const changes = [];
+for (let i = 0; i < 400000; i++) changes.push(i < 3 ? {path: '/home/pyodide/forged-' + i + '.txt', size: 1} : {path: '/home/pyodide/gone-' + i, deleted: true});
+postMessage(JSON.stringify({type: 'files', changes, figures: []}));
+for (let i = 0; i < 3; i++) postMessage(new Uint8Array([120]));
+""")
+'sent'`
+
+// forgeFigures is code that forges 20 000 figures, each a PNG's first
+// bytes: twice bridge.MaxEntries. (200 000 take longer than the time limit
+// to relay.)
+const forgeFigures = `import js
+js.eval("""
+const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52]);
+const figures = Array.from({length: 20000}, () => ({mime_type: 'image/png', size: png.length}));
+postMessage(JSON.stringify({type: 'files', changes: [], figures}));
+for (let i = 0; i < figures.length; i++) postMessage(png);
+""")
+'sent'`
+
+// callURI is the random id of a call's files in a URI.
+var callURI = regexp.MustCompile(`call://[0-9a-f]{32}/`)
+
+// contentSummary is every content item of a result, a line or block each:
+// text as it is, images by type and size, links by name, type, size and
+// URI (a call's id as $CALL). A run of equal lines is written once, with
+// its count.
+func contentSummary(res *mcp.CallToolResult) string {
+	var lines []string
+	var counts []int
+	for _, c := range res.Content {
+		var line string
+		switch c := c.(type) {
+		case mcp.TextContent:
+			line = c.Text
+		case mcp.ImageContent:
+			data, _ := base64.StdEncoding.DecodeString(c.Data)
+			line = fmt.Sprintf("[image %s, %d bytes]", c.MIMEType, len(data))
+		case mcp.ResourceLink:
+			size := int64(-1)
+			if c.Size != nil {
+				size = *c.Size
+			}
+			line = fmt.Sprintf("[resource_link %q %s, %d bytes, %s]", c.Name, c.MIMEType, size, callURI.ReplaceAllString(c.URI, "call://$$CALL/"))
+		default:
+			line = fmt.Sprintf("[%T]", c)
+		}
+		if n := len(lines); n > 0 && lines[n-1] == line {
+			counts[n-1]++
+			continue
+		}
+		lines, counts = append(lines, line), append(counts, 1)
+	}
+	for i, n := range counts {
+		if n > 1 {
+			lines[i] = fmt.Sprintf("%s × %d", lines[i], n)
+		}
+	}
+	if res.IsError {
+		lines = append([]string{"[isError]"}, lines...)
+	}
+	return strings.Join(lines, "\n")
+}

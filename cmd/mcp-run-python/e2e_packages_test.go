@@ -132,7 +132,8 @@ func TestPackages(t *testing.T) {
 				{"false_marker_skipped", script(`"linux-only; sys_platform == 'linux'"`, "1"),
 					"<status>success</status>\n<dependencies>[\"linux-only; sys_platform == 'linux'\"]</dependencies>\n<return_value>\n1\n</return_value>"},
 				{"script_without_dependencies", "# /// script\n# requires-python = \">=3.12\"\n# ///\nimport not_installed",
-					"<status>run-error</status>\n<error>\nTraceback (most recent call last):\n  File \"main.py\", line 4, in <module>\n    import not_installed\nModuleNotFoundError: No module named 'not_installed'\n\n</error>"},
+					"<status>run-error</status>\n<error>\nTraceback (most recent call last):\n  File \"main.py\", line 4, in <module>\n    import not_installed\nModuleNotFoundError: No module named 'not_installed'\n" +
+						`note: nothing was installed for module 'not_installed': with a PEP 723 block the server installs only what the block names; add "not_installed" to its dependencies, or start the server with --deps not_installed` + "\n\n</error>"},
 				{"unknown_package", script(`"no-such-package>=1"`, "1"), installError(`"no-such-package>=1"`,
 					`cannot install "no-such-package>=1": no package named no-such-package on the index `+index)},
 				// No package provides it: skipped, so the import itself
@@ -264,6 +265,8 @@ func resolverRepo() *pt.Repo {
 	// slugify is python-slugify's module; the project "slugify" is another.
 	r.Add(pt.Wheel{Name: "python-slugify", Version: "8.0", Package: "slugify", Source: "WHO = 'python-slugify'\n"})
 	r.Add(pt.Wheel{Name: "slugify", Version: "0.0.1", Source: "WHO = 'look-alike'\n"})
+	// As networkx imports numpy in pagerank: an import no inference sees.
+	r.Add(pt.Wheel{Name: "lazy", Version: "1.0", Source: "def rank():\n    import base\n    return base.__version__\n"})
 	return r
 }
 
@@ -292,6 +295,11 @@ func TestPackagesResolver(t *testing.T) {
 		{"dead_imports", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import no_such_module\nif False:\n    import cPickle\n1", success("", "1")},
 		{"look_alike", "import fancytext", "<status>run-error</status>\n<error>\nTraceback (most recent call last):\n  File \"main.py\", line 1, in <module>\n    import fancytext\nModuleNotFoundError: No module named 'fancytext'\n\n</error>"},
 		{"import_name_table", "import slugify\nslugify.WHO", success(`"python-slugify"`, "python-slugify")},
+		// An import inside a package's function: the error says how to ask
+		// for its package, and asking for it works.
+		{"lazy_import_hint", "import lazy\nlazy.rank()", "<status>run-error</status>\n<dependencies>[\"lazy\"]</dependencies>\n<error>\nTraceback (most recent call last):\n  File \"main.py\", line 2, in <module>\n    lazy.rank()\n    ~~~~~~~~~^^\n  File \"/lib/python3.14/site-packages/lazy/__init__.py\", line 3, in rank\n    import base\nModuleNotFoundError: No module named 'base'\n" +
+			`note: nothing was installed for module 'base': the server installs packages for the imports it finds in the code, and this import is not among them (it is inside a package, or made at run time); ask for the package in a PEP 723 block (# /// script, # dependencies = ["base"], # ///) or start the server with --deps base` + "\n\n</error>"},
+		{"lazy_import_asked_for", script(`"lazy", "base"`, "import lazy\nlazy.rank()"), success(`"lazy","base"`, "2.0")},
 		// As pip does, the call's output warns of an extra the package lacks.
 		{"unknown_extra", script(`"base[nosuch]"`, "import base\nbase.__version__"),
 			"<status>success</status>\n<dependencies>[\"base[nosuch]\"]</dependencies>\n<output>\nwarning: base 2.0 does not provide the extra \"nosuch\"\n</output>\n<return_value>\n2.0\n</return_value>"},
@@ -310,19 +318,29 @@ func TestPackagesResolver(t *testing.T) {
 
 // TestPackagesMirror: with Pyodide's package host unreachable, the index's
 // build of a pure-Python built-in stands in; what the index lacks is an
-// error that names the host's flag.
+// error that names the host's flag. Then offline, with the same cache, the
+// same call installs what stood in, with the same flags and without
+// --index-url and --pyodide-index-url.
 func TestPackagesMirror(t *testing.T) {
 	s := setup(t)
 	srv, _ := resolverRepo().Serve(t, pt.Variant{JSON: true, Metadata: true}, 0)
+	index := srv.URL + "/simple/"
 	down := httptest.NewServer(http.NotFoundHandler())
 	host := down.URL + "/"
 	down.Close()
-	c := startTarget(t, s, modeStdio, "--index-url", srv.URL+"/simple/", "--pyodide-index-url", host).connect(t)
-	c.expectRun(t, "import six\nsix.__version__, six.FROM",
-		"<status>success</status>\n<dependencies>[\"six\"]</dependencies>\n<return_value>\n[\n  \"1.17.0\",\n  \"index\"\n]\n</return_value>")
+	c := startTarget(t, s, modeStdio, "--index-url", index, "--pyodide-index-url", host).connect(t)
+	const sixCode = "import six\nsix.__version__, six.FROM"
+	const sixFromIndex = "<status>success</status>\n<dependencies>[\"six\"]</dependencies>\n<return_value>\n[\n  \"1.17.0\",\n  \"index\"\n]\n</return_value>"
+	c.expectRun(t, sixCode, sixFromIndex)
 	c.expectRun(t, "import idna", installError(`"idna"`,
 		`cannot install "idna==3.11": cannot download idna-3.11-py3-none-any.whl: cannot reach `+host+`idna-3.11-py3-none-any.whl: dial tcp `+strings.TrimPrefix(down.URL, "http://")+`: connect: connection refused (--pyodide-index-url fetches Pyodide's packages from a mirror or a local directory instead)`))
 	c.expectWorks(t)
+	srv.Close()
+
+	for _, flags := range [][]string{{"--index-url", index, "--pyodide-index-url", host}, nil} {
+		offline := startTarget(t, s, modeStdio, append(flags, "--offline")...).connect(t)
+		offline.expectRun(t, sixCode, sixFromIndex)
+	}
 }
 
 // TestPackagesDepsInSnapshot: --deps are imported before the memory
@@ -362,12 +380,17 @@ func TestPackagesLargeWheel(t *testing.T) {
 // snapshot of its own in the background, and later calls start from a
 // worker restored from it: the package's import-time print no longer shows,
 // its files are there, and each call is still a fresh interpreter.
+//
+// The package is hostile too: its import-time code, which runs in the
+// worker that makes the set's snapshot, stores a MiB through the Cache API.
+// That worker is blocked as serving workers are: nothing lands in the cache
+// directory, and the set's workers and plain ones keep starting.
 func TestPackagesLearnedSnapshot(t *testing.T) {
 	s := setup(t)
 	r := &pt.Repo{}
 	nonce := make([]byte, 8)
 	rand.Read(nonce)
-	r.Add(pt.Wheel{Name: "learned", Version: "1.0", Source: "print('loading learned')\n# " + hex.EncodeToString(nonce) + "\n"})
+	r.Add(pt.Wheel{Name: "learned", Version: "1.0", Source: "print('loading learned')\n# " + hex.EncodeToString(nonce) + "\n" + hoardCache})
 	c := startTarget(t, s, modeStdio, "--index-url", r.Location(t, pt.Variant{JSON: true, Dir: true})).connect(t)
 	code := script(`"learned"`, "import learned, importlib.metadata\nx = globals().get('x', 0) + 1\nx, importlib.metadata.version('learned')")
 	value := "<return_value>\n[\n  1,\n  \"1.0\"\n]\n</return_value>"
@@ -387,7 +410,7 @@ func TestPackagesLearnedSnapshot(t *testing.T) {
 				return
 			}
 			if got != imported || time.Now().After(deadline) {
-				t.Fatalf("call after the set's second use:\n got: %q\nwant: %q (or, for a while, %q)", got, loaded, imported)
+				t.Fatalf("call after the set's second use:\n got: %q\nwant: %q (or, for a while, %q)\nserver's log:\n%s", got, loaded, imported, c.stderr)
 			}
 			time.Sleep(200 * time.Millisecond) // bounded polling for the learned worker
 		}
@@ -396,4 +419,19 @@ func TestPackagesLearnedSnapshot(t *testing.T) {
 	untilLoaded() // a fresh one: x is 1 again
 	// Other calls are not affected.
 	c.expectRun(t, "import sys\n'learned' in sys.modules", "<status>success</status>\n<return_value>\nfalse\n</return_value>")
+	for range 8 {
+		c.expectWorks(t)
+	}
+	stored, _ := filepath.Glob(filepath.Join(s.cacheDir, "codecache", "*", "location_data"))
+	if len(stored) > 0 {
+		t.Errorf("the Cache API's data in code cache templates: %v", stored)
+	}
 }
+
+// hoardCache is import-time code that stores a MiB through the Cache API,
+// quietly: a package's way of filling whatever DENO_DIR it runs with.
+const hoardCache = `from js import caches, Response
+def _hoard(cache):
+    return cache.put('https://example.com/hoard', Response.new('x' * (1 << 20)))
+caches.open('hoard').then(_hoard).catch(lambda e: None)
+`

@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -100,7 +99,7 @@ func TestE2ESIGTERMDuringCalls(t *testing.T) {
 			workers := denoChildren(t, tg.cmd.Process.Pid)
 
 			start := time.Now()
-			if err := tg.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			if err := stopServer(tg.cmd.Process); err != nil {
 				t.Fatal(err)
 			}
 			select {
@@ -148,7 +147,7 @@ func testStdioSIGTERM(t *testing.T, s *e2eSetup) {
 	}
 	if p, err := os.FindProcess(c.pid); err != nil {
 		t.Fatal(err)
-	} else if err := p.Signal(syscall.SIGTERM); err != nil {
+	} else if err := stopServer(p); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -14,6 +14,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -27,6 +28,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -449,13 +451,18 @@ var garbageURIs = []string{
 	"\x00\xff",
 }
 
-// expectGarbageRefused reads each of garbageURIs, which must fail without
+// expectGarbageRefused reads each of garbageURIs, which must fail with the
+// error of an unknown resource (-32002), not an internal error, without
 // naming where the server keeps files, and checks that c is still served.
 func (c *e2eClient) expectGarbageRefused(t *testing.T, s *e2eSetup) {
 	t.Helper()
 	for _, uri := range garbageURIs {
-		if msg := c.readFails(t, uri); strings.Contains(msg, s.cacheDir) {
+		msg := c.readFails(t, uri)
+		if strings.Contains(msg, s.cacheDir) {
 			t.Errorf("resources/read %q: the error names the cache directory: %s", uri, msg)
+		}
+		if !strings.HasPrefix(msg, mcp.ErrResourceNotFound.Error()) {
+			t.Errorf("resources/read %q: %s, want the error of an unknown resource (-32002)", uri, msg)
 		}
 	}
 	c.expectWorks(t)
@@ -468,13 +475,16 @@ func TestStateSessions(t *testing.T) {
 	for _, mode := range []string{modeStdio, modeStateful, modeSSE, modeStateless} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			tg := startTarget(t, s, mode, "--sessions", "--workers", "1")
+			tg := startTarget(t, s, mode, "--sessions", "--workers", "1", "--max-files-per-principal", "4")
 			c := tg.connect(t)
 			t.Run("tools", func(t *testing.T) { testSessionTools(t, c) })
 			t.Run("bad_arguments", func(t *testing.T) { testSessionBadArguments(t, s, c) })
 			a, b := testSessionLife(t, c)
 			switch mode {
 			case modeStateful, modeSSE:
+				if mode == modeStateful {
+					t.Run("caps_per_mcp_session", func(t *testing.T) { testCapsPerMCPSession(t, tg, c) })
+				}
 				t.Run("other_mcp_session", func(t *testing.T) { testSessionOwnership(t, tg, c, a, b) })
 			case modeStateless:
 				t.Run("other_client", func(t *testing.T) { testSessionCapability(t, c, tg.connect(t)) })
@@ -730,6 +740,71 @@ func testSessionOwnership(t *testing.T, tg *target, c *e2eClient, a, b string) {
 	other.expectWorks(t)
 }
 
+// knowTools lists the tools, as a client of the 2026-07-28 protocol must
+// before it names a session: it mirrors session_id into the header that
+// the tool's x-mcp-header names, which the server checks.
+func (c *e2eClient) knowTools(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+}
+
+// testCapsPerMCPSession checks that without authentication each MCP
+// session is a caller of its own, whose share is capped, and whose links
+// another MCP session cannot read: it gets the error of an unknown
+// resource. c holds at most one Python session, and one file.
+func testCapsPerMCPSession(t *testing.T, tg *target, c *e2eClient) {
+	other := tg.connect(t)
+	// Half of --max-sessions 4.
+	var mine []string
+	for len(mine) < 3 {
+		res := c.callNamed(t, createSessionTool, map[string]any{})
+		text := resultText(t, res)
+		if res.IsError {
+			if !strings.Contains(text, "the maximum of 2 sessions one caller may hold (--max-sessions-per-principal)") {
+				t.Errorf("create_session past the cap of an MCP session: %q", text)
+			}
+			break
+		}
+		var made struct {
+			SessionID string `json:"session_id"`
+		}
+		if err := json.Unmarshal([]byte(text), &made); err != nil {
+			t.Fatalf("create_session: %q: %v", text, err)
+		}
+		mine = append(mine, made.SessionID)
+	}
+	if len(mine) > 2 {
+		t.Errorf("an MCP session made %d sessions more, past its cap of 2", len(mine))
+	}
+	theirs := other.createSession(t, defaultIdle)
+
+	// Empty files count: 4 at most (--max-files-per-principal).
+	res, _ := c.runArgs(t, map[string]any{"python_code": putFiles + "for i in range(5):\n    put(f'e{i}.txt', '')"})
+	if note := res.Content[len(res.Content)-1].(mcp.TextContent).Text; !strings.Contains(note, "file store full: you keep the 4 files one caller may keep (--max-files-per-principal)") {
+		t.Errorf("files past the cap of an MCP session: the last item is %q", note)
+	}
+	res, _ = other.runArgs(t, map[string]any{"python_code": putFiles + "put('o.txt', 'o')"})
+	_, uris := other.expectFiles(t, res, "call", []wantFile{{path: "o.txt", mime: "text/plain", data: []byte("o")}})
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if _, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uris[0]}}); !errors.Is(err, mcp.ErrResourceNotFound) {
+		t.Errorf("resources/read of another MCP session's file: %v, want the error of an unknown resource (-32002)", err)
+	}
+	closeSession := func(c *e2eClient, id string) {
+		if res := c.callNamed(t, closeSessionTool, map[string]any{"session_id": id}); res.IsError {
+			t.Errorf("close_session: %q", resultText(t, res))
+		}
+	}
+	for _, id := range mine {
+		closeSession(c, id)
+	}
+	closeSession(other, theirs)
+}
+
 // testSessionCapability checks that where there is no MCP session to own
 // a Python session, its id is the capability: c2 uses and closes the
 // session c1 made.
@@ -779,7 +854,7 @@ func TestStateSessionLimits(t *testing.T) {
 	// The grace is long enough for interrupted code to end on a loaded
 	// machine.
 	tg := startTarget(t, s, modeStateful, "--sessions", "--max-sessions", "1", "--session-idle", idle.String(),
-		"--timeout", "2s", "--grace", "3s", "--workers", "1")
+		"--timeout", "2s", "--grace", "3s", "--workers", "1", "--memory-limit", "400MiB")
 	c := tg.connect(t)
 	const sessions = "mcp_run_python_sessions"
 
@@ -839,6 +914,48 @@ func TestStateSessionLimits(t *testing.T) {
 			c.expectSessionGone(t, b, "lost")
 		})
 	}
+	// Code a call leaves running (asyncio tasks, Web Workers) stays within
+	// the limits between calls: past them its session ends at once, and
+	// every call naming it says why.
+	for _, tc := range []struct{ name, code, want string }{
+		{"memory_between_calls", backgroundAllocator, "MiB of memory, more than the 400 MiB limit"},
+		{"cpu_between_calls", backgroundBurner, "of CPU time while no call ran"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			waitMetric(t, tg, sessions, idle+startTimeout, func(v float64) bool { return v == 0 }) // a slot
+			b := c.createSession(t, idle)
+			c.expectRunIn(t, b, tc.code, noValue)
+			// Calls now and then keep the session from expiring while its
+			// code runs on; they end when one says that the session ended.
+			// The first waits longer, so that the code's limit is crossed
+			// between calls even on a loaded machine (a call that meets
+			// it is stopped by the call's own watch instead), but within
+			// the session's idle time.
+			deadline := time.Now().Add(20 * time.Second)
+			for pause := idle * 3 / 4; ; pause = 500 * time.Millisecond {
+				time.Sleep(pause)
+				res, text := c.runIn(t, b, "1")
+				if res.IsError {
+					if !strings.Contains(text, "killed between calls") || !strings.Contains(text, tc.want) {
+						t.Fatalf("call after the session's code ran on: %q, want it to say that its worker was killed between calls, and %q", text, tc.want)
+					}
+					t.Logf("%s", text)
+					break
+				}
+				if text != success("1") {
+					t.Fatalf("call while the session's code runs on: %q", text)
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the session still lives 20 s after its code was left running")
+				}
+			}
+			c.expectSessionGone(t, b, "lost")
+			res := c.callNamed(t, listFilesTool, map[string]any{"session_id": b})
+			if text := firstText(t, res); !strings.Contains(text, tc.want) {
+				t.Errorf("list_session_files: %q, want it to say why the session ended", text)
+			}
+		})
+	}
 	t.Run("concurrent_creates", func(t *testing.T) {
 		// The cap holds when creations race: one of three gets a session.
 		results := concurrently(t, 3, func(ctx context.Context, _ int) (*mcp.CallToolResult, error) {
@@ -871,6 +988,20 @@ func TestStateSessionLimits(t *testing.T) {
 	waitMetric(t, tg, `mcp_run_python_workers{state="session"}`, startTimeout, func(v float64) bool { return v == 0 })
 	c.expectWorks(t)
 }
+
+// backgroundAllocator leaves a task that allocates 64 MiB every 20 ms, up
+// to 1 GiB, after its call.
+const backgroundAllocator = `import asyncio
+held = []
+async def grow():
+    while len(held) < 16:
+        held.append(b'x' * (64 << 20))
+        await asyncio.sleep(0.02)
+task = asyncio.ensure_future(grow())`
+
+// backgroundBurner leaves a Web Worker that uses a core after its call.
+const backgroundBurner = `import js
+burner = js.eval("new Worker('data:text/javascript,for(;;){}', {type: 'module'})")`
 
 // stateServer is a server of a group of tests: its flags, and the cases
 // that share it.
@@ -999,11 +1130,15 @@ func testResourceTemplates(t *testing.T, _ *e2eSetup, c *e2eClient) {
 // expectNoResources checks that resources/list lists nothing.
 func expectNoResources(t *testing.T, c *e2eClient) {
 	t.Helper()
-	list := rawResult[struct {
-		Resources []json.RawMessage `json:"resources"`
-	}](t, c, "resources/list")
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	// The client's own request: one of the 2026-07-28 protocol needs its _meta.
+	list, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
+	if err != nil {
+		t.Fatalf("resources/list: %v", err)
+	}
 	if len(list.Resources) != 0 {
-		t.Errorf("resources/list: %s, want no resources", list.Resources)
+		t.Errorf("resources/list: %+v, want no resources", list.Resources)
 	}
 }
 
@@ -1072,6 +1207,16 @@ func testFigures(t *testing.T, _ *e2eSetup, c *e2eClient) {
 			t.Errorf("%s: content %#v, want the text alone", tc.name, res.Content)
 		case (tc.data != nil || tc.note != "") && len(res.Content) != 2:
 			t.Errorf("%s: content %#v, want the text and one more item", tc.name, res.Content)
+		case tc.mime == "image/svg+xml":
+			// An SVG may carry scripts: it is linked, never image content.
+			link, ok := res.Content[1].(mcp.ResourceLink)
+			if !ok || link.MIMEType != tc.mime || !strings.HasSuffix(link.URI, "/.figures/figure-1.svg") {
+				t.Errorf("%s: content %#v after the result, want a link to the SVG", tc.name, res.Content[1])
+				break
+			}
+			if data, mimeType := c.readResource(t, link.URI); !bytes.Equal(data, tc.data) || mimeType != tc.mime {
+				t.Errorf("%s: resources/read gave %q (%s), want %q", tc.name, data, mimeType, tc.data)
+			}
 		case tc.data != nil:
 			expectImage(t, tc.name, res.Content[1], tc.mime, tc.data)
 		case tc.note != "":
@@ -1320,28 +1465,47 @@ func TestStateMounts(t *testing.T) {
 				t.Run("read_write", func(t *testing.T) { testMountReadWrite(t, c, rw, outside) })
 			}},
 		}},
-		{name: "mount_limit", args: []string{"--workers", "1", "--mount", small + ":/mnt/small:rw", "--mount-limit", "1KiB"}, cases: []stateCase{
-			{"mount_limit", func(t *testing.T, _ *e2eSetup, c *e2eClient) { testMountLimit(t, c, small) }},
+		{name: "mount_limit", args: []string{"--workers", "1", "--sessions", "--mount", small + ":/mnt/small:rw", "--mount-limit", "1KiB"}, cases: []stateCase{
+			{"mount_limit", func(t *testing.T, _ *e2eSetup, c *e2eClient) {
+				t.Run("calls", func(t *testing.T) { testMountLimit(t, c, small) })
+				t.Run("session", func(t *testing.T) { testMountSession(t, c, small) })
+			}},
 		}},
 	})
 }
 
 // testMountReadOnly reads the host folder ro at /mnt/ro: its files, a
 // symlink inside it as the file it names, and no symlink that leads out.
-// What the code writes there stays in the sandbox.
+// What the code would change there raises OSError(EROFS), as on a read-only
+// file system, rather than succeed and vanish after the call.
 func testMountReadOnly(t *testing.T, c *e2eClient, ro string, before map[string]string) {
-	c.expectRun(t, `import os
+	c.expectRun(t, `import errno, os
 print(open('/mnt/ro/hello.txt').read())
 print(open('/mnt/ro/sub/deep.txt').read())
 print(open('/mnt/ro/link_in').read())
 print(os.path.lexists('/mnt/ro/link_out'), os.path.lexists('/mnt/ro/link_up'))
-with open('/mnt/ro/hello.txt', 'w') as f:
-    f.write('changed in the sandbox')
-with open('/mnt/ro/new.txt', 'w') as f:
-    f.write('new in the sandbox')
-os.remove('/mnt/ro/sub/deep.txt')
-sorted(os.listdir('/mnt/ro'))`, "<status>success</status>\n<output>\nhello from the host\ndeep\nhello from the host\nFalse False\n</output>\n"+
-		"<return_value>\n[\n  \"hello.txt\",\n  \"link_in\",\n  \"new.txt\",\n  \"sub\"\n]\n</return_value>")
+open('/tmp/t.txt', 'w').close()
+for what, change in [
+    ('new', lambda: open('/mnt/ro/new.txt', 'w')),
+    ('overwrite', lambda: open('/mnt/ro/hello.txt', 'w')),
+    ('append', lambda: open('/mnt/ro/sub/deep.txt', 'a')),
+    ('remove', lambda: os.remove('/mnt/ro/sub/deep.txt')),
+    ('mkdir', lambda: os.mkdir('/mnt/ro/sub/d')),
+    ('rename', lambda: os.rename('/mnt/ro/hello.txt', '/mnt/ro/h.txt')),
+    ('move in', lambda: os.rename('/tmp/t.txt', '/mnt/ro/t.txt')),
+]:
+    try:
+        change()
+        print(what, 'allowed')
+    except OSError as e:
+        print(what, errno.errorcode[e.errno], e.strerror)
+open('/mnt/rw/still_writable.txt', 'w').close()
+os.remove('/mnt/rw/still_writable.txt')
+sorted(os.listdir('/mnt/ro'))`, "<status>success</status>\n<output>\nhello from the host\ndeep\nhello from the host\nFalse False\n"+
+		"new EROFS Read-only file system\noverwrite EROFS Read-only file system\nappend EROFS Read-only file system\n"+
+		"remove EROFS Read-only file system\nmkdir EROFS Read-only file system\nrename EROFS Read-only file system\n"+
+		"move in EROFS Read-only file system\n</output>\n"+
+		"<return_value>\n[\n  \"hello.txt\",\n  \"link_in\",\n  \"sub\"\n]\n</return_value>")
 	if after := hostTree(t, ro); !reflect.DeepEqual(after, before) {
 		t.Errorf("the read-only folder changed:\n got: %q\nwant: %q", after, before)
 	}
@@ -1396,6 +1560,37 @@ put('/mnt/rw/../rw_escape.txt', 'outside the mount')`, noValue)
 	}
 }
 
+// testMountSession runs a session whose every call writes a file to the
+// empty folder small and removes it once the call has ended: each removal
+// goes back with the next call, and the folder holds only the last file,
+// never more than --mount-limit.
+func testMountSession(t *testing.T, c *e2eClient, small string) {
+	id := c.createSession(t, defaultIdle)
+	defer c.callNamed(t, closeSessionTool, map[string]any{"session_id": id})
+	for n := 1; n <= 3; n++ {
+		_, text := c.runIn(t, id, `import asyncio, os
+n = globals().get('n', 0) + 1
+p = f'/mnt/small/s{n}.bin'
+with open(p, 'wb') as f:
+    f.write(b'x' * 600)
+asyncio.get_event_loop().call_soon(os.remove, p)  # once this call has ended
+n`)
+		if want := success(strconv.Itoa(n)); text != want {
+			t.Errorf("call %d: %q, want %q", n, text, want)
+		}
+		want := map[string]string{fmt.Sprintf("s%d.bin", n): strings.Repeat("x", 600)}
+		if got := hostTree(t, small); !reflect.DeepEqual(got, want) {
+			t.Errorf("after call %d the folder holds %v, want only s%d.bin", n, slices.Sorted(maps.Keys(got)), n)
+		}
+	}
+	if _, text := c.runIn(t, id, "import os\nos.listdir('/mnt/small')"); text != success("[]") {
+		t.Errorf("the sandbox's folder: %q, want it empty", text)
+	}
+	if got := hostTree(t, small); len(got) != 0 {
+		t.Errorf("the folder holds %v after the sandbox's was emptied", slices.Sorted(maps.Keys(got)))
+	}
+}
+
 // testMountLimit passes --mount-limit both ways: a call writing more than it
 // to the mount is told its changes were not written back, and a host folder
 // past it makes calls fail with an error naming the flag.
@@ -1406,6 +1601,22 @@ func testMountLimit(t *testing.T, c *e2eClient, small string) {
 	}
 	if got := hostTree(t, small); len(got) != 0 {
 		t.Errorf("the folder holds %q after a write-back past the limit", got)
+	}
+	// A call's changes within the limit, but not the folder they would
+	// leave, measured on the host: refused, or no later call could read
+	// the folder in.
+	held := map[string]string{"a.bin": strings.Repeat("a", 600)}
+	writeTree(t, small, held)
+	text = c.run(t, "with open('/mnt/small/b.bin', 'wb') as f:\n    f.write(b'b' * 600)")
+	if !strings.Contains(text, "not written back") || !strings.Contains(text, "would hold 2 files of 1.2 KiB") || !strings.Contains(text, "--mount-limit") {
+		t.Errorf("a write-back that would leave the folder past the limit: %q, want the output to say it was not written back and name --mount-limit", text)
+	}
+	if got := hostTree(t, small); !reflect.DeepEqual(got, held) {
+		t.Errorf("the folder holds %q after a write-back that would leave it past the limit", got)
+	}
+	c.expectWorks(t)
+	if err := os.Remove(filepath.Join(small, "a.bin")); err != nil {
+		t.Fatal(err)
 	}
 	writeTree(t, small, map[string]string{"big.bin": strings.Repeat("x", 4096)})
 	res, text := c.callTool(t, map[string]any{"python_code": "1 + 1"})

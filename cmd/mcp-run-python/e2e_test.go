@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -521,6 +522,11 @@ func testMinimalEnvironment(t *testing.T, s *e2eSetup, tg *target, _ *e2eClient)
 		args: []string{"--deno", s.deno, "--cache-dir", dirs["cache"]},
 		env:  []string{"PATH=/usr/bin:/bin", "HOME=" + dirs["home"]},
 		dir:  dirs["cwd"],
+	}
+	if runtime.GOOS == "windows" {
+		// Its HOME, which os.TempDir falls back to without TMP and TEMP
+		// (Go adds SYSTEMROOT itself).
+		l.env = append(l.env, "USERPROFILE="+dirs["home"])
 	}
 	start := time.Now()
 	c := startTargetWith(t, s, tg.mode, l).connect(t)

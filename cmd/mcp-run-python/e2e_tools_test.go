@@ -61,6 +61,10 @@ func toolServer(calls *atomic.Int64) *server.MCPServer {
 			os.Exit(3)
 			return nil, nil
 		})
+	s.AddTool(mcp.NewTool("big", mcp.WithDescription("Answers mb MiB of text."), mcp.WithNumber("mb", mcp.Required())),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(strings.Repeat("x", req.GetInt("mb", 0)<<20)), nil
+		})
 	s.AddTool(mcp.NewTool("secret", mcp.WithDescription("Not allowed by --tools-allow.")),
 		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText("leaked"), nil
@@ -105,13 +109,15 @@ func toolsArgs(t testing.TB, s *e2eSetup) ([]string, *toolServers) {
 	cfg := map[string]any{"mcpServers": map[string]any{
 		"calc": map[string]any{"command": os.Args[0], "args": []string{"-test.run=^$"}, "env": map[string]string{toolServerRole: "1"}},
 		"web":  map[string]any{"url": ts.webURL},
+		// Down for good: nothing listens on port 1 of loopback.
+		"down": map[string]any{"url": "http://127.0.0.1:1/mcp"},
 	}}
 	data, _ := json.Marshal(cfg)
 	path := filepath.Join(t.TempDir(), "servers.json")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return append(s.baseArgs(), "--tools-config", path, "--tools-allow", "calc.*,web.add,web.calls,web.echo"), ts
+	return append(s.baseArgs(), "--tools-config", path, "--tools-allow", "calc.*,down.*,web.add,web.big,web.calls,web.echo"), ts
 }
 
 func TestCodeModeCallsTools(t *testing.T) {
@@ -151,6 +157,9 @@ func TestCodeModeCallsTools(t *testing.T) {
 		{"tools not allowed are not there",
 			"hasattr(mcp_tools.web, 'secret'), hasattr(mcp_tools.web, 'fail'), hasattr(mcp_tools.calc, 'secret')",
 			"<status>success</status>\n<return_value>\n[\n  false,\n  false,\n  true\n]\n</return_value>"},
+		{"a server down since the start raises ToolError with the reason",
+			"try:\n    await mcp_tools.down.search(q='x')\nexcept mcp_tools.ToolError as e:\n    r = str(e)\nr.startswith('tool server down is not connected: '), r.endswith('; retrying'), hasattr(mcp_tools.down, '__wrapped__')",
+			"<status>success</status>\n<return_value>\n[\n  true,\n  true,\n  false\n]\n</return_value>"},
 		{"help shows the description and parameters",
 			"import mcp_tools\nhelp(mcp_tools.calc.add)",
 			""},
@@ -203,6 +212,20 @@ func TestCodeModeCallsTools(t *testing.T) {
 		if d := time.Since(start); d > 15*time.Second {
 			t.Errorf("the call took %v, past its 5 s limit and the grace", d)
 		}
+	})
+
+	t.Run("a 32 MiB result is refused as it is read", func(t *testing.T) {
+		// --tool-result-limit is 1 MiB: no message past 7 MiB is read whole.
+		got := c.run(t, "r = []\nfor tool in [mcp_tools.calc.big, mcp_tools.web.big]:\n    try:\n        await tool(mb=32)\n        r.append('read')\n    except mcp_tools.ToolError as e:\n        r.append(str(e))\nr")
+		for _, server := range []string{"calc", "web"} {
+			if want := "the answer of " + server + ".big was more than 7.0 MiB, the read limit that --tool-result-limit sets"; !strings.Contains(got, want) {
+				t.Errorf("lacks %q:\n%s", want, got)
+			}
+		}
+		if rss := rssOf(t, c.pid); rss > 200<<20 {
+			t.Errorf("the server's resident memory is %d MiB after the results", rss>>20)
+		}
+		t.Logf("server RSS after two 32 MiB results: %d MiB", rssOf(t, c.pid)>>20)
 	})
 
 	t.Run("a tool server that died", func(t *testing.T) {

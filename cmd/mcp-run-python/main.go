@@ -4,6 +4,8 @@
 // Usage:
 //
 //	mcp-run-python [flags] stdio|streamable_http|streamable_http_stateless|sse|warmup|example|cache
+//	mcp-run-python [flags] fetch PKG...
+//	mcp-run-python service install|uninstall|start|stop|status [--user] [--print] [MODE FLAGS]
 //
 // Run it with -h for the flags. Started by Windows' Service Control Manager,
 // it runs as a Windows service.
@@ -108,7 +110,7 @@ func newSupervisor(cfg supervisor.Config, log *zap.Logger) engine {
 
 // serves reports whether mode serves MCP, rather than a command that ends.
 func serves(mode config.Mode) bool {
-	return mode != config.ModeWarmup && mode != config.ModeExample && mode != config.ModeCache
+	return mode != config.ModeWarmup && mode != config.ModeExample && mode != config.ModeCache && mode != config.ModeFetch
 }
 
 // streams are the standard streams of the program. In stdio mode out carries
@@ -122,9 +124,18 @@ type streams struct {
 // run is the program: it parses args, dispatches on the mode and returns the
 // exit status.
 func run(ctx context.Context, args []string, std streams, env config.Environment, newEngine newEngineFunc) int {
+	if len(args) > 0 && args[0] == serviceCommand {
+		return runService(args[1:], std, osServiceHost(env))
+	}
 	cfg, err := config.Parse(args, env)
 	if err != nil {
-		fmt.Fprintf(std.err, "mcp-run-python: %v\n\n%s", err, config.Usage())
+		// Bare, the program shows what it takes; otherwise the error alone,
+		// which the usage would scroll out of sight.
+		if len(args) == 0 {
+			fmt.Fprintf(std.err, "mcp-run-python: %v\n\n%s", err, config.Usage())
+		} else {
+			fmt.Fprintf(std.err, "mcp-run-python: %v\nRun 'mcp-run-python --help' for the flags and modes.\n", err)
+		}
 		return exitUsage
 	}
 	build := binaryVersion()
@@ -139,6 +150,10 @@ func run(ctx context.Context, args []string, std streams, env config.Environment
 
 	log := newLogger(cfg.LogLevel, std.err)
 	defer func() { _ = log.Sync() }()
+	// What the flags came to, for --verbose: users moving from the PyPI
+	// release see that its invocations mean the same here.
+	log.Debug("starting", zap.String("mode", string(cfg.Mode)), zap.Strings("deps", cfg.Supervisor.Deps),
+		zap.Bool("networking", cfg.Supervisor.Networking), zap.String("tool_schema", string(cfg.ToolSchema)))
 	// One registry per process: the supervisor registers its metrics in it,
 	// and the HTTP modes serve it at /metrics.
 	metrics := transport.NewMetricsRegistry()
@@ -168,6 +183,8 @@ func run(ctx context.Context, args []string, std streams, env config.Environment
 		return example(ctx, eng, std, build.Version)
 	case config.ModeCache:
 		return cacheCommand(ctx, cfg, std)
+	case config.ModeFetch:
+		return fetchCommand(ctx, eng, cfg.Fetch, cfg.Mirror, std)
 	}
 
 	start := &engineStart{ctx: ctx, eng: eng, done: make(chan struct{})}
@@ -300,9 +317,15 @@ func serve(ctx context.Context, cfg config.Config, o transport.Options, p transp
 	if fe.TLS() {
 		scheme = "https"
 	}
-	fmt.Fprintf(std.err, "mcp-run-python %s: serving %s at %s://%s%s\n", o.Version, cfg.Mode, scheme, ln.Addr(), kind.Path())
+	// The host as given, with the port taken: the listener names 0.0.0.0,
+	// which Go listens on as the dual-stack [::], by the latter.
+	addr := ln.Addr().String()
+	if _, port, err := net.SplitHostPort(addr); err == nil && cfg.Host != "" {
+		addr = net.JoinHostPort(cfg.Host, port)
+	}
+	fmt.Fprintf(std.err, "mcp-run-python %s: serving %s at %s://%s%s\n", o.Version, cfg.Mode, scheme, addr, kind.Path())
 	if a == nil && !isLoopback(cfg.Host) {
-		o.Log.Warn("ANYONE WHO CAN REACH " + ln.Addr().String() + " CAN RUN CODE HERE: no authentication on an address other machines reach; " +
+		o.Log.Warn("ANYONE WHO CAN REACH " + addr + " CAN RUN CODE HERE: no authentication on an address other machines reach; " +
 			"set --oauth-issuer or --auth-token-file, or listen on 127.0.0.1 behind an authenticating proxy")
 	}
 	return transport.ServeHTTP(ctx, ln, fe, o.Log)

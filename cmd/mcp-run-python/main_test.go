@@ -130,18 +130,23 @@ func runProgram(t *testing.T, args []string, e *fakeEngine) runResult {
 
 func TestRunArguments(t *testing.T) {
 	tests := []struct {
-		name       string
-		args       []string
-		code       int
-		stdout     string // exact, when checked
-		stderrHas  string
-		stdoutHas  string
-		checkExact bool
+		name        string
+		args        []string
+		code        int
+		stdout      string // exact, when checked
+		stderr      string // exact, when set
+		stderrHas   string
+		stderrLacks string
+		stdoutHas   string
+		checkExact  bool
 	}{
 		{name: "no mode", args: nil, code: exitUsage, stderrHas: "mcp-run-python: no mode given\n\nUsage: mcp-run-python", checkExact: true},
 		{name: "unknown mode", args: []string{"serve"}, code: exitUsage, stderrHas: `unknown mode "serve"`, checkExact: true},
-		{name: "unknown flag", args: []string{"stdio", "--nope"}, code: exitUsage, stderrHas: "unknown flag: --nope", checkExact: true},
-		{name: "bad value", args: []string{"--timeout", "x", "stdio"}, code: exitUsage, stderrHas: "Usage:", checkExact: true},
+		// The error and a pointer to --help, not 75 lines of usage that
+		// scroll the error out of sight.
+		{name: "unknown flag", args: []string{"stdio", "--nope"}, code: exitUsage,
+			stderr: "mcp-run-python: unknown flag: --nope\nRun 'mcp-run-python --help' for the flags and modes.\n", checkExact: true},
+		{name: "bad value", args: []string{"--timeout", "x", "stdio"}, code: exitUsage, stderrHas: "--timeout", stderrLacks: "Usage:", checkExact: true},
 		{name: "version", args: []string{"--version"}, code: exitOK, stdout: "mcp-run-python " + binaryVersion().Version + "\n", checkExact: true},
 		{name: "help", args: []string{"--help"}, code: exitOK, stdoutHas: "Usage: mcp-run-python [flags] MODE"},
 	}
@@ -154,8 +159,14 @@ func TestRunArguments(t *testing.T) {
 			if tt.checkExact && got.stdout != tt.stdout {
 				t.Errorf("stdout %q, want %q", got.stdout, tt.stdout)
 			}
+			if tt.stderr != "" && got.stderr != tt.stderr {
+				t.Errorf("stderr %q, want %q", got.stderr, tt.stderr)
+			}
 			if !strings.Contains(got.stderr, tt.stderrHas) {
 				t.Errorf("stderr %q lacks %q", got.stderr, tt.stderrHas)
+			}
+			if tt.stderrLacks != "" && strings.Contains(got.stderr, tt.stderrLacks) {
+				t.Errorf("stderr %q has %q", got.stderr, tt.stderrLacks)
 			}
 			if !strings.Contains(got.stdout, tt.stdoutHas) {
 				t.Errorf("stdout %q lacks %q", got.stdout, tt.stdoutHas)
@@ -297,6 +308,20 @@ func TestRunHTTPStopsOnSignal(t *testing.T) {
 			}
 			if !e.isClosed() {
 				t.Errorf("engine not closed")
+			}
+		})
+	}
+}
+
+// TestRunAnnouncesTheHostGiven: the address announced is the one asked for
+// with the port taken, not the listener's own form of it (--host 0.0.0.0
+// listens on [::] as well and was announced as http://[::]:PORT).
+func TestRunAnnouncesTheHostGiven(t *testing.T) {
+	for _, host := range []string{"0.0.0.0", "127.0.0.1"} {
+		t.Run(host, func(t *testing.T) {
+			p := startProgram(t, config.ModeStreamableHTTP, &fakeEngine{}, "--host", host)
+			if !strings.HasPrefix(p.url, "http://"+host+":") || strings.HasSuffix(p.url, ":0") {
+				t.Errorf("announced %s, want http://%s:PORT", p.url, host)
 			}
 		})
 	}

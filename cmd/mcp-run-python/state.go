@@ -31,8 +31,11 @@ func openState(cfg config.Config, eng engine, metrics prometheus.Registerer, log
 	st := &state{stop: func() {}}
 	if cfg.Supervisor.Files {
 		files, err := filestore.OpenFree(filepath.Join(cfg.Supervisor.CacheDir, "files"), filestore.Config{
-			MaxBytes: cfg.FilesStoreLimit,
-			TTL:      cfg.FilesTTL,
+			MaxBytes:         cfg.FilesStoreLimit,
+			MaxFiles:         cfg.MaxFiles,
+			MaxBytesPerOwner: perCaller(cfg.Mode, cfg.FilesStoreLimitPerPrincipal),
+			MaxFilesPerOwner: perCaller(cfg.Mode, cfg.MaxFilesPerPrincipal),
+			TTL:              cfg.FilesTTL,
 		}, log)
 		if err != nil {
 			return nil, err
@@ -59,8 +62,9 @@ func openState(cfg config.Config, eng engine, metrics prometheus.Registerer, log
 	}
 	if cfg.Sessions {
 		st.sessions = sessions.New(sessions.Config{
-			Idle: cfg.SessionIdle,
-			Max:  cfg.MaxSessions,
+			Idle:        cfg.SessionIdle,
+			Max:         cfg.MaxSessions,
+			MaxPerOwner: perCaller(cfg.Mode, cfg.MaxSessionsPerPrincipal),
 			OnEnd: func(id string) {
 				if st.files != nil {
 					st.files.Drop(filestore.SessionScope(id))
@@ -79,6 +83,16 @@ func openState(cfg config.Config, eng engine, metrics prometheus.Registerer, log
 		}, func() float64 { return float64(st.sessions.Len()) }))
 	}
 	return st, nil
+}
+
+// perCaller is the cap n of one principal, or of one MCP session where
+// there is no authentication; none over stdio, whose one client's share is
+// the whole.
+func perCaller[T int | int64](mode config.Mode, n T) T {
+	if mode == config.ModeStdio {
+		return 0
+	}
+	return n
 }
 
 // close ends the sessions and removes the files.

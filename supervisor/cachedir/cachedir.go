@@ -426,6 +426,9 @@ func (d Dir) List(ctx context.Context) (Listing, error) {
 		return l, err
 	}
 	for _, e := range sc.entries {
+		if e.Kind == Wheel && emptyDir(e.Path) {
+			continue // left by a failed download (older versions kept it): there is no wheel
+		}
 		e.InUse = held(e.Path + lockExt)
 		l.Total += e.Size
 		if e.InUse {
@@ -447,6 +450,12 @@ func (d Dir) List(ctx context.Context) (Listing, error) {
 		l.Others = append(l.Others, Area{Name: de.Name(), Size: size})
 	}
 	return l, ctx.Err()
+}
+
+// emptyDir reports whether path is a directory that holds nothing.
+func emptyDir(path string) bool {
+	children, err := os.ReadDir(path)
+	return err == nil && len(children) == 0
 }
 
 // sortByUse sorts entries least recently used first, then by name.

@@ -198,6 +198,10 @@ func TestList(t *testing.T) {
 	put(t, d, "js/.tmp-1", 3000, 0)
 	put(t, d, "snapshots/"+key1+".bin999", 4000, 0)
 	put(t, d, "packages/wheels/sha256/abc", 5000, 0)
+	// Left by a failed download: no wheel, so no entry.
+	if err := os.MkdirAll(filepath.Join(d.Root(), "packages", "wheels", "sha256", sha2hex), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, f := range []string{".lock", "not-a-directory", "js/" + key1 + ".lock"} {
 		if err := os.WriteFile(filepath.Join(d.Root(), filepath.FromSlash(f)), nil, 0o644); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"path"
 	"runtime"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/dustin/go-humanize"
@@ -27,27 +28,40 @@ type Change struct {
 // Apply writes the code's changes back to the folder of a writable mount.
 //
 // All of them are checked first, paths and limits, so that a bad one is
-// refused with nothing written. Each file is then written to a temporary
-// file beside it and renamed over it: the host never sees half a file, and
-// a symlink at the path is replaced rather than written through. Deletions
-// remove files, never folders, and one of a file already gone is done.
-func (m Mount) Apply(ctx context.Context, changes []Change, lim Limits) error {
-	if !m.Writable {
-		return fmt.Errorf("mount at %s: read-only, so nothing was written back (mount it :rw to write back)", m.Sandbox)
+// refused with nothing written. The limits bound both the changes and the
+// folder as they would leave it, measured on the host as Read will count
+// it: changes that each pass would otherwise add up, call after call,
+// until no call could read the folder in. Each file is then written to a
+// temporary file beside it and renamed over it: the host never sees half a
+// file, and a symlink at the path is replaced rather than written through.
+// Deletions remove files, never folders, and one of a file already gone is
+// done.
+func (f *Folder) Apply(ctx context.Context, changes []Change, lim Limits) error {
+	if !f.Writable {
+		return fmt.Errorf("mount at %s: read-only, so nothing was written back (mount it :rw to write back)", f.Sandbox)
 	}
 	if err := check(runtime.GOOS, changes, lim); err != nil {
-		return fmt.Errorf("mount at %s: %w; nothing was written", m.Sandbox, err)
+		return fmt.Errorf("mount at %s: %w; nothing was written", f.Sandbox, err)
 	}
 	// Checked once only: stopping half way would leave the folder half
 	// changed, and the limits bound the work left.
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("mount at %s: %w; nothing was written", m.Sandbox, err)
+		return fmt.Errorf("mount at %s: %w; nothing was written", f.Sandbox, err)
 	}
-	root, err := os.OpenRoot(m.Host)
+	root, err := f.open()
 	if err != nil {
-		return fmt.Errorf("mount at %s: %w; nothing was written", m.Sandbox, err)
+		return fmt.Errorf("%w; nothing was written", err)
 	}
 	defer root.Close()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sizes, err := usage(ctx, root)
+	if err != nil {
+		return fmt.Errorf("mount at %s: measuring the host folder: %w; nothing was written", f.Sandbox, err)
+	}
+	if err := checkTotal(sizes, changes, lim); err != nil {
+		return fmt.Errorf("mount at %s: %w; nothing was written", f.Sandbox, err)
+	}
 	// Deletions first: the code may have made a folder where a file was.
 	done := 0
 	for _, deletions := range []bool{true, false} {
@@ -61,10 +75,30 @@ func (m Mount) Apply(ctx context.Context, changes []Change, lim Limits) error {
 				err = write(root, c.Path, c.Data)
 			}
 			if err != nil {
-				return fmt.Errorf("mount at %s: writing back %s: %w (%d of %d changes were written before it)", m.Sandbox, c.Path, err, done, len(changes))
+				return fmt.Errorf("mount at %s: writing back %s: %w (%d of %d changes were written before it)", f.Sandbox, c.Path, err, done, len(changes))
 			}
 			done++
 		}
+	}
+	return nil
+}
+
+// checkTotal refuses changes that would leave a folder holding sizes (by
+// path, as usage measures it) past lim.
+func checkTotal(sizes map[string]int64, changes []Change, lim Limits) error {
+	for _, c := range changes {
+		if c.Deleted {
+			delete(sizes, c.Path)
+		} else {
+			sizes[c.Path] = int64(len(c.Data))
+		}
+	}
+	var total int64
+	for _, n := range sizes {
+		total += n
+	}
+	if over := lim.over(len(sizes), total); over != "" {
+		return fmt.Errorf("the folder would hold %s of %s after these changes, %s", english.Plural(len(sizes), "file", "files"), humanize.IBytes(uint64(total)), over)
 	}
 	return nil
 }
@@ -128,6 +162,10 @@ func checkPath(goos, p string) error {
 	case len(p) > maxPath:
 		return fmt.Errorf("a path of %d bytes, more than hosts hold", len(p))
 	}
+	if i := strings.IndexFunc(p, misleading); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(p[i:])
+		return fmt.Errorf("the character %U, which shows a name as another or breaks it across lines", r)
+	}
 	for name := range strings.SplitSeq(p, "/") {
 		switch {
 		case name == "":
@@ -143,6 +181,14 @@ func checkPath(goos, p string) error {
 		}
 	}
 	return nil
+}
+
+// misleading says whether r is a control character (a newline splits a
+// name across the host's listings and logs) or one that reorders the text
+// around it (U+202E shows "txt.exe" as "exe.txt"); neither belongs in a
+// file name.
+func misleading(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029'
 }
 
 // checkWindowsName refuses the names Windows cannot hold, or would open a

@@ -2,12 +2,15 @@ package mount
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -121,6 +124,40 @@ func TestApply(t *testing.T) {
 		files:   map[string]string{"c": "c"},
 		changes: []Change{put("a", "a"), put("b", "b"), del("c")},
 		err:     []string{"3 changes of 2 B in all", "more than 2 files", "--mount-files", "nothing was written"},
+	}, {
+		// Each call's changes pass; what they leave in the folder is
+		// measured on the host, or call after call would grow it until
+		// no call could read it in.
+		name:    "the folder past its bytes after the changes",
+		lim:     Limits{MaxBytes: 4},
+		files:   map[string]string{"a": "abc"},
+		changes: []Change{put("b", "de")},
+		err:     []string{"the folder would hold 2 files of 5 B after these changes", "more than 4 B", "--mount-limit", "nothing was written"},
+	}, {
+		name:    "the folder past its files after the changes",
+		lim:     Limits{MaxFiles: 3},
+		files:   map[string]string{"a": "a"},
+		changes: []Change{put("b", ""), put("c", ""), put("d/e", "")},
+		err:     []string{"the folder would hold 4 files of 1 B after these changes", "more than 3 files", "--mount-files", "nothing was written"},
+	}, {
+		name:    "a symlink inside counts as Read counts it",
+		lim:     Limits{MaxBytes: 6},
+		files:   map[string]string{"real": "abc"},
+		setup:   outLink("link", "real"),
+		changes: []Change{put("x", "a")},
+		err:     []string{"the folder would hold 3 files of 7 B after these changes", "--mount-limit"},
+	}, {
+		name:    "a file replaced counts once",
+		lim:     Limits{MaxBytes: 4, MaxFiles: 1},
+		files:   map[string]string{"a": "abc"},
+		changes: []Change{put("a", "abcd")},
+		want:    map[string]string{"a": "abcd"},
+	}, {
+		name:    "deletions make room",
+		lim:     Limits{MaxBytes: 4, MaxFiles: 2},
+		files:   map[string]string{"a": "abc", "b": "b"},
+		changes: []Change{del("a"), put("c", "cde")},
+		want:    map[string]string{"b": "b", "c": "cde"},
 	}}
 	for _, bad := range []struct{ path, err string }{
 		{"../outside/secret", `".." path element`},
@@ -135,6 +172,8 @@ func TestApply(t *testing.T) {
 		{"\xff", "UTF-8"},
 		{"ok.txt", "more than one change"},
 		{"ok.txt/b", "ok.txt is written as a file too"},
+		{"new\nline.txt", "U+000A"},
+		{"invoice\u202Efdp.exe", "U+202E"},
 	} {
 		tests = append(tests, applyTest{
 			name:    "refused: " + bad.err + ": " + bad.path,
@@ -148,7 +187,7 @@ func TestApply(t *testing.T) {
 			host, outside := folders(t, tt.files, tt.setup)
 			before := tree(t, host)
 			m := Mount{Host: host, Sandbox: "/data", Writable: !tt.ro}
-			err := m.Apply(context.Background(), tt.changes, tt.lim)
+			err := Pin(m).Apply(context.Background(), tt.changes, tt.lim)
 			if err != nil {
 				t.Log(err)
 			}
@@ -190,12 +229,33 @@ func TestApplyWritesNothingWhenCancelled(t *testing.T) {
 	host, _ := folders(t, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := Mount{Host: host, Sandbox: "/data", Writable: true}.Apply(ctx, []Change{put("a", "a")}, Limits{})
+	err := Pin(Mount{Host: host, Sandbox: "/data", Writable: true}).Apply(ctx, []Change{put("a", "a")}, Limits{})
 	if err == nil {
 		t.Error("applied with a cancelled context")
 	}
 	if got := tree(t, host); len(got) > 0 {
 		t.Errorf("wrote %v", got)
+	}
+}
+
+// TestApplyConcurrently writes back from many calls at once, each within
+// the limits alone: the folder stays within them all the same.
+func TestApplyConcurrently(t *testing.T) {
+	host, _ := folders(t, nil, nil)
+	f := Pin(Mount{Host: host, Sandbox: "/data", Writable: true})
+	lim := Limits{MaxBytes: 4}
+	var wg sync.WaitGroup
+	var written atomic.Int32
+	for i := range 16 {
+		wg.Go(func() {
+			if f.Apply(context.Background(), []Change{put(fmt.Sprint(i), "x")}, lim) == nil {
+				written.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if got := tree(t, host); len(got) != 4 || written.Load() != 4 {
+		t.Errorf("%d write-backs succeeded and the folder holds %v; want 4 files of 1 B", written.Load(), got)
 	}
 }
 
@@ -209,7 +269,7 @@ func TestApplyKeepsTheMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	changes := []Change{put("run.sh", "new"), put("new.txt", "new")}
-	if err := (Mount{Host: host, Sandbox: "/data", Writable: true}).Apply(context.Background(), changes, Limits{}); err != nil {
+	if err := Pin(Mount{Host: host, Sandbox: "/data", Writable: true}).Apply(context.Background(), changes, Limits{}); err != nil {
 		t.Fatal(err)
 	}
 	if info, err := os.Stat(name); err != nil || info.Mode().Perm() != 0o750 {
@@ -230,7 +290,19 @@ func TestCheckPath(t *testing.T) {
 		{"dir/sub/file.tar.gz", "", ""},
 		{".hidden", "", ""},
 		{"..hidden/a..b", "", ""},
-		{"new\nline", "", bad},
+		// Control and bidi characters, refused on every host.
+		{"new\nline", "U+000A", "U+000A"},
+		{"dir/cr\r", "U+000D", "U+000D"},
+		{"esc\x1b[31m", "U+001B", "U+001B"},
+		{"del\x7f", "U+007F", "U+007F"},
+		{"next\u0085line", "U+0085", "U+0085"},
+		{"report\u202Efdp.exe", "U+202E", "U+202E"},
+		{"a\u2066b\u2069", "U+2066", "U+2066"},
+		{"rlm\u200F", "U+200F", "U+200F"},
+		{"alm\u061C", "U+061C", "U+061C"},
+		{"line\u2028sep", "U+2028", "U+2028"},
+		{"para\u2029sep", "U+2029", "U+2029"},
+		{"café/日本語/👩\u200d💻.txt", "", ""},
 		{strings.Repeat("x", 255), "", ""},
 		{strings.Repeat("x", 256), "256 bytes", "256 bytes"},
 		{strings.Repeat("a/", 511) + "xy", "", ""},
@@ -271,7 +343,7 @@ func TestCheckPath(t *testing.T) {
 		{"a|b", "", bad},
 		{"a?b", "", bad},
 		{"a*b", "", bad},
-		{"tab\there", "", bad},
+		{"tab\there", "U+0009", "U+0009"},
 		{"dot.", "", end},
 		{"space ", "", end},
 		{"dir./x", "", end},

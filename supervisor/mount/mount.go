@@ -8,14 +8,18 @@
 // as much as the user trusts it. The changes written back come from hostile
 // code: every path, name and byte of them is attacker-chosen. Whatever they
 // say, nothing is read or written outside the folder, no symlink is made on
-// the host, and no more than Limits is written.
+// the host, no more than Limits is written nor left in the folder, no name
+// with a control or bidi character is made, and nothing on sys.path is
+// writable. The folder's own content is trusted but may change while it is
+// read: a FIFO swapped in for a file never blocks the read.
 //
 // "Never outside the folder" holds by construction rather than by checking
-// paths: every access goes through an os.Root opened on the folder, which
-// refuses any name, "..", absolute symlink or symlink that leads out of it,
-// including one swapped in while we work. The path checks in Apply come on
-// top of that, so that a bad change is refused before anything is written
-// rather than half way through.
+// paths: every access goes through an os.Root opened on the folder (the
+// very folder the server started with: see Folder), which refuses any
+// name, "..", absolute symlink or symlink that leads out of it, including
+// one swapped in while we work. The path checks in Apply come on top of
+// that, so that a bad change is refused before anything is written rather
+// than half way through.
 package mount
 
 import (
@@ -41,6 +45,12 @@ const form = `HOST:SANDBOX[:ro|rw], such as ./data:/data or C:\data:/data:rw`
 // reserved are Pyodide's own directories: a mount over /lib would hide the
 // standard library, and /dev and /proc are the interpreter's devices.
 var reserved = []string{"/lib", "/dev", "/proc"}
+
+// importDir is the code's working directory, and so first on sys.path of
+// every interpreter (as "", twice); its other entries are under /lib. A
+// folder the code can write there is one whose csv.py every later
+// caller's `import csv` runs.
+const importDir = "/home/pyodide"
 
 // Parse reads a --mount value HOST:SANDBOX[:ro|rw], read-only unless rw.
 //
@@ -87,6 +97,9 @@ func Parse(spec string) (Mount, error) {
 	default:
 		return bad("mode %q is neither ro nor rw", mode)
 	}
+	if m.Writable && m.onSysPath() {
+		return bad("SANDBOX %s holds %s, the working directory, which is on sys.path: what one call wrote there, every later call would import; mount it read-only, or :rw in a folder of its own such as %s/work", m.Sandbox, importDir, importDir)
+	}
 	return m, nil
 }
 
@@ -109,8 +122,15 @@ func (m Mount) Resolve() (Mount, error) {
 	return m, nil
 }
 
+// onSysPath says whether the mount holds the working directory, which is
+// on sys.path.
+func (m Mount) onSysPath() bool { return within(importDir, m.Sandbox) }
+
 // CheckOverlap refuses two mounts at the same or nested sandbox paths: the
 // files under the inner one would belong to both, and be written back twice.
+// It also refuses a host folder the code can write (:rw) that another mount
+// shows on sys.path, as Parse refuses one :rw there. Host folders are
+// compared as Resolve left them, by their paths.
 func CheckOverlap(ms []Mount) error {
 	for i, a := range ms {
 		for _, b := range ms[i+1:] {
@@ -119,7 +139,20 @@ func CheckOverlap(ms []Mount) error {
 			}
 		}
 	}
+	for _, w := range ms {
+		for _, r := range ms {
+			if w.Writable && r.onSysPath() && (hostWithin(r.Host, w.Host) || hostWithin(w.Host, r.Host)) {
+				return fmt.Errorf("--mount %s writes the host folder that --mount %s shows on sys.path, at the working directory: what one call wrote there, every later call would import", w, r)
+			}
+		}
+	}
 	return nil
+}
+
+// hostWithin reports whether the clean host path p is dir or under it.
+func hostWithin(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && filepath.IsLocal(rel)
 }
 
 // String is the mount as a --mount value, for messages.
@@ -138,14 +171,15 @@ func within(p, dir string) bool {
 
 func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
-// Limits bound what one mount copies in, and what one call writes back to
-// it, each on its own: a folder too big would make every call slow and fill
-// the worker's memory, and hostile code must not fill the host's disk. Zero
-// is no limit. Errors past them name the flags that set them, --mount-limit
+// Limits bound what one mount copies in, what one call writes back to it,
+// and what the folder holds after a write-back, each on its own: a folder
+// too big would make every call slow and fill the worker's memory, and
+// hostile code must neither fill the host's disk nor grow the folder past
+// what the next call can copy in. Zero is no limit. Errors past them name the flags that set them, --mount-limit
 // and --mount-files.
 type Limits struct {
 	MaxBytes int64 // file contents in all
-	MaxFiles int   // files in all; for Apply, changes, deletions included
+	MaxFiles int   // files in all; for a call's changes, deletions included
 }
 
 // The flags that set Limits, for the errors past them to name.

@@ -19,6 +19,9 @@ func TestParse(t *testing.T) {
 		{"data:/mnt/x/../y", Mount{Host: "data", Sandbox: "/mnt/y"}},
 		{"/h:/libs", Mount{Host: filepath.Clean("/h"), Sandbox: "/libs"}},
 		{"/h:/home/pyodide/lib", Mount{Host: filepath.Clean("/h"), Sandbox: "/home/pyodide/lib"}},
+		{"/h:/home/pyodide", Mount{Host: filepath.Clean("/h"), Sandbox: "/home/pyodide"}},
+		{"/h:/home/pyodide/work:rw", Mount{Host: filepath.Clean("/h"), Sandbox: "/home/pyodide/work", Writable: true}},
+		{"/h:/homework:rw", Mount{Host: filepath.Clean("/h"), Sandbox: "/homework", Writable: true}},
 		{"/a,b:/c,d", Mount{Host: filepath.Clean("/a,b"), Sandbox: "/c,d"}},
 		{`C:\data:/data:rw`, Mount{Host: filepath.Clean(`C:\data`), Sandbox: "/data", Writable: true}},
 		{`c:/data:/data`, Mount{Host: filepath.Clean(`c:/data`), Sandbox: "/data"}},
@@ -58,6 +61,10 @@ func TestParseRefuses(t *testing.T) {
 		{"/h:/data:RW", `mode "RW" is neither ro nor rw`},
 		{"/h:/data:", `mode "" is neither ro nor rw`},
 		{"/h:/data:rw:x", "too many ':'"},
+		// What the code writes on sys.path, every later call imports.
+		{"/h:/home/pyodide:rw", "on sys.path"},
+		{"/h:/home/pyodide/:rw", "on sys.path"},
+		{"/h:/home:rw", "on sys.path"},
 		{"/h:/da\x00ta", "NUL"},
 	}
 	for _, tt := range tests {
@@ -118,6 +125,36 @@ func TestCheckOverlap(t *testing.T) {
 			if err := CheckOverlap(ms); (err != nil) != tt.overlap {
 				t.Errorf("got %v, want an overlap: %t", err, tt.overlap)
 			}
+		})
+	}
+}
+
+// TestCheckOverlapOnSysPath refuses a host folder the code can write
+// (:rw) that another mount shows at the working directory, on sys.path.
+func TestCheckOverlapOnSysPath(t *testing.T) {
+	h := func(p string) string { return filepath.FromSlash(p) }
+	tests := []struct {
+		name   string
+		mounts []Mount
+		err    bool
+	}{
+		{"the same folder", []Mount{{Host: h("/a"), Sandbox: "/home/pyodide"}, {Host: h("/a"), Sandbox: "/data", Writable: true}}, true},
+		{"a folder in it", []Mount{{Host: h("/a"), Sandbox: "/home/pyodide"}, {Host: h("/a/sub"), Sandbox: "/data", Writable: true}}, true},
+		{"a folder around it", []Mount{{Host: h("/a/sub"), Sandbox: "/home"}, {Host: h("/a"), Sandbox: "/data", Writable: true}}, true},
+		{"another folder", []Mount{{Host: h("/a"), Sandbox: "/home/pyodide"}, {Host: h("/ab"), Sandbox: "/data", Writable: true}}, false},
+		{"read-only both", []Mount{{Host: h("/a"), Sandbox: "/home/pyodide"}, {Host: h("/a"), Sandbox: "/data"}}, false},
+		{"off sys.path", []Mount{{Host: h("/a"), Sandbox: "/home/pyodide/lib"}, {Host: h("/a"), Sandbox: "/data", Writable: true}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckOverlap(tt.mounts)
+			if !tt.err {
+				if err != nil {
+					t.Error(err)
+				}
+				return
+			}
+			errorSays(t, err, "sys.path", tt.mounts[1].String())
 		})
 	}
 }

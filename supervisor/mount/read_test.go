@@ -2,6 +2,8 @@ package mount
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -9,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // folders makes a host folder to mount, with files and then what setup
@@ -144,7 +147,7 @@ func TestRead(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			host, _ := folders(t, tt.files, tt.setup)
 			m := Mount{Host: host, Sandbox: "/data"}
-			files, skipped, err := m.Read(context.Background(), tt.lim)
+			files, skipped, err := Pin(m).Read(context.Background(), tt.lim)
 			if tt.err != nil {
 				errorSays(t, err, append(tt.err, "mount at "+m.Sandbox)...)
 				if strings.Contains(err.Error(), m.Host) {
@@ -185,9 +188,116 @@ func TestReadStopsWhenCancelled(t *testing.T) {
 	host, _ := folders(t, map[string]string{"a": "a"}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := (Mount{Host: host, Sandbox: "/data"}).Read(ctx, Limits{}); err == nil {
+	if _, _, err := Pin(Mount{Host: host, Sandbox: "/data"}).Read(ctx, Limits{}); err == nil {
 		t.Error("read a folder with a cancelled context")
 	}
+}
+
+// TestOpenRegularNeverBlocks opens a FIFO as Read opens a file that was
+// swapped for one after the folder was listed: at once, and saying what
+// it is, rather than waiting for a writer that never comes.
+func TestOpenRegularNeverBlocks(t *testing.T) {
+	host, _ := folders(t, nil, nil)
+	fifo := filepath.Join(host, "fifo")
+	mkfifo(t, fifo)
+	root, err := os.OpenRoot(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	tests := []struct {
+		name string
+		open func() error
+		want func(error) bool
+	}{
+		{"as a file", func() error {
+			f, _, err := openRegular(root, "fifo")
+			if f != nil {
+				f.Close()
+			}
+			return err
+		}, func(err error) bool { return errors.Is(err, errNotRegular) }},
+		// A folder swapped for a FIFO once its parent was listed.
+		{"as a folder", func() error {
+			_, err := walkFS{root.FS(), root}.ReadDir("fifo")
+			return err
+		}, func(err error) bool { return err != nil }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			done := make(chan error, 1)
+			go func() { done <- tt.open() }()
+			select {
+			case err := <-done:
+				if !tt.want(err) {
+					t.Errorf("opening a FIFO: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				unblockFIFO(fifo)
+				t.Fatal("opening a FIFO blocked")
+			}
+		})
+	}
+}
+
+// TestReadFIFOSwappedIn swaps FIFOs in for the folder's files while Read
+// reads it, until one is swapped in between the listing and the open:
+// Read leaves it out rather than waiting on it for ever.
+func TestReadFIFOSwappedIn(t *testing.T) {
+	const files, rounds = 200, 50
+	base := t.TempDir()
+	for round := range rounds {
+		host, fifos := filepath.Join(base, fmt.Sprint(round)), filepath.Join(base, fmt.Sprint(round, "-fifos"))
+		mkdir(t, host)
+		mkdir(t, fifos)
+		names := make([]string, files)
+		for i := range names {
+			names[i] = fmt.Sprintf("f%03d", i)
+			writeTree(t, host, map[string]string{names[i]: "x"})
+			mkfifo(t, filepath.Join(fifos, names[i]))
+		}
+		f := Pin(Mount{Host: host, Sandbox: "/data"})
+		swapped := make(chan struct{})
+		go func() {
+			defer close(swapped)
+			// From the last file down, to meet Read as it goes up.
+			for _, name := range slices.Backward(names) {
+				if err := os.Rename(filepath.Join(fifos, name), filepath.Join(host, name)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+		type read struct {
+			skipped []Skipped
+			err     error
+		}
+		done := make(chan read, 1)
+		go func() {
+			_, skipped, err := f.Read(context.Background(), Limits{})
+			done <- read{skipped, err}
+		}()
+		var got read
+		select {
+		case got = <-done:
+		case <-time.After(10 * time.Second):
+			for _, name := range names {
+				unblockFIFO(filepath.Join(host, name))
+			}
+			t.Fatalf("round %d: Read blocked on a FIFO swapped in for a file", round)
+		}
+		<-swapped
+		if got.err != nil {
+			t.Fatal(got.err)
+		}
+		for _, s := range got.skipped {
+			if strings.Contains(s.Reason, "when opened") {
+				t.Logf("round %d: %s: %s", round, s.Path, s.Reason)
+				return
+			}
+		}
+	}
+	t.Skipf("in %d rounds no FIFO was swapped in between the listing and the open", rounds)
 }
 
 func mkdir(t *testing.T, dir string) {

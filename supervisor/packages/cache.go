@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/natefinch/atomic"
@@ -296,6 +297,12 @@ func (c *Cache) download(ctx context.Context, f PlanFile, final string) (err err
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	renamed := false
+	defer func() {
+		if !renamed {
+			os.Remove(dir) // only if empty: nothing is kept of a failure
+		}
+	}()
 	rc, _, length, err := open(ctx, c.client, f.Source, "")
 	if err != nil {
 		return err
@@ -314,12 +321,10 @@ func (c *Cache) download(ctx context.Context, f PlanFile, final string) (err err
 	if err != nil {
 		return err
 	}
-	renamed := false
 	defer func() {
 		if !renamed {
 			tmp.Close()
 			os.Remove(tmp.Name())
-			os.Remove(dir) // only if empty: nothing is kept of a failure
 		}
 	}()
 	h := sha256.New()
@@ -445,7 +450,30 @@ func (c *Cache) saveProject(index string, p *Project) error {
 
 // loadProject reads a kept index page; a missing one wraps errNotFound.
 func (c *Cache) loadProject(index, name string) (*Project, error) {
-	data, err := os.ReadFile(c.projectPath(index, name))
+	return c.readProject(c.projectPath(index, name))
+}
+
+// loadAnyProject reads the page of project name kept from any index, the
+// one used last when there are several: offline, what an earlier index
+// gave is what the cache holds. A missing one wraps errNotFound.
+func (c *Cache) loadAnyProject(name string) (*Project, error) {
+	paths, _ := filepath.Glob(filepath.Join(c.dir, "index", "*", Normalize(name)+".json"))
+	var last string
+	var lastUse time.Time
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && (last == "" || fi.ModTime().After(lastUse)) {
+			last, lastUse = p, fi.ModTime()
+		}
+	}
+	if last == "" {
+		return nil, errNotFound
+	}
+	return c.readProject(last)
+}
+
+// readProject reads the kept index page at path and marks it used.
+func (c *Cache) readProject(path string) (*Project, error) {
+	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, errNotFound
 	}
@@ -454,8 +482,8 @@ func (c *Cache) loadProject(index, name string) (*Project, error) {
 	}
 	var p Project
 	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&p); err != nil {
-		return nil, fmt.Errorf("package cache: %s: %w", c.projectPath(index, name), err)
+		return nil, fmt.Errorf("package cache: %s: %w", path, err)
 	}
-	_ = cachedir.Touch(c.projectPath(index, name)) // a prune keeps what is used
+	_ = cachedir.Touch(path) // a prune keeps what is used
 	return &p, nil
 }

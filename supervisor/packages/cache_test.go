@@ -336,6 +336,11 @@ func TestFetchErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := c.FetchFile(testContext(t), tc.pf)
 			wantKind(t, err, tc.kind)
+			// A failed download leaves no empty directory, which the
+			// cache command would list as a wheel of 0 B.
+			if _, err := os.Stat(filepath.Join(c.Dir(), "wheels", "sha256", tc.pf.SHA256)); tc.pf.SHA256 != "" && !os.IsNotExist(err) {
+				t.Errorf("a directory was kept for the failed download: %v", err)
+			}
 		})
 	}
 	t.Run("cancelled", func(t *testing.T) {

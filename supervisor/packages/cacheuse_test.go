@@ -151,3 +151,28 @@ func TestLoadProjectMarksThePage(t *testing.T) {
 		t.Error("reading the page did not mark it used")
 	}
 }
+
+// TestLoadAnyProjectTakesTheLastUsed: offline, a project's page kept from
+// any index serves, the one used last when there are several.
+func TestLoadAnyProjectTakesTheLastUsed(t *testing.T) {
+	c := newTestCache(t, CacheOptions{})
+	if _, err := c.loadAnyProject("six"); err != errNotFound {
+		t.Fatalf("empty cache: %v, want errNotFound", err)
+	}
+	for _, index := range []string{"https://old.example/simple/", "https://new.example/simple/"} {
+		if err := c.saveProject(index, &Project{Name: "six", Files: []IndexFile{{Filename: index}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	age(t, c.projectPath("https://new.example/simple/", "six"))
+	p, err := c.loadAnyProject("Six")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Files[0].Filename != "https://old.example/simple/" {
+		t.Errorf("got the page of %s, want the one used last", p.Files[0].Filename)
+	}
+	if !recent(t, c.projectPath("https://old.example/simple/", "six")) {
+		t.Error("reading the page did not mark it used")
+	}
+}

@@ -171,14 +171,19 @@ func TestIndexServerErrors(t *testing.T) {
 
 func TestParseLocation(t *testing.T) {
 	dir := t.TempDir()
+	// A URL's path: /C:/dir on Windows.
+	path := filepath.ToSlash(dir)
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
 	tests := []struct {
 		in, want string
 		bad      bool
 	}{
 		{in: "https://pypi.test/simple", want: "https://pypi.test/simple/"},
 		{in: "http://127.0.0.1:8080/simple/", want: "http://127.0.0.1:8080/simple/"},
-		{in: dir, want: "file://" + filepath.ToSlash(dir) + "/"},
-		{in: "file://" + dir, want: "file://" + filepath.ToSlash(dir) + "/"},
+		{in: dir, want: "file://" + path + "/"},
+		{in: "file://" + path, want: "file://" + path + "/"},
 		{in: "", bad: true},
 		{in: "ftp://x/", bad: true},
 		{in: "file://relative/path", bad: true},
@@ -193,6 +198,14 @@ func TestParseLocation(t *testing.T) {
 		}
 		if err != nil || u.String() != tc.want {
 			t.Errorf("%q: %v, %v; want %s", tc.in, u, err, tc.want)
+			continue
+		}
+		// A file a local index links to is read from its local path.
+		if u.Scheme == "file" {
+			link := u.ResolveReference(&url.URL{Path: "files/x.whl"})
+			if got, want := sourceString(link), filepath.Join(dir, "files", "x.whl"); got != want {
+				t.Errorf("%q: a linked file is at %q, want %q", tc.in, got, want)
+			}
 		}
 	}
 }

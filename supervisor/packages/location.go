@@ -47,7 +47,7 @@ func parseLocation(s string) (*url.URL, error) {
 		if u, err = url.Parse(s); err != nil {
 			return nil, fmt.Errorf("invalid location %q: %w", s, err)
 		}
-		if u.Scheme == "file" && ((u.Host != "" && u.Host != "localhost") || !filepath.IsAbs(filepath.FromSlash(u.Path))) {
+		if u.Scheme == "file" && ((u.Host != "" && u.Host != "localhost") || !filepath.IsAbs(localPath(u))) {
 			return nil, fmt.Errorf("invalid location %q: file URLs need an absolute local path", s)
 		}
 		if u.Scheme == "file" {
@@ -60,7 +60,11 @@ func parseLocation(s string) (*url.URL, error) {
 		if err != nil {
 			return nil, fmt.Errorf("invalid location %q: %w", s, err)
 		}
-		u = &url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
+		path := filepath.ToSlash(abs)
+		if !strings.HasPrefix(path, "/") {
+			path = "/" + path // C:/dir on Windows: the URL is file:///C:/dir
+		}
+		u = &url.URL{Scheme: "file", Path: path}
 	}
 	if !strings.HasSuffix(u.Path, "/") {
 		u.Path += "/"
@@ -73,9 +77,19 @@ func parseLocation(s string) (*url.URL, error) {
 // source: the URL itself for http(s), a local path for file URLs.
 func sourceString(u *url.URL) string {
 	if u.Scheme == "file" {
-		return filepath.FromSlash(u.Path)
+		return localPath(u)
 	}
 	return u.String()
+}
+
+// localPath is the local path of a file URL. A Windows path's URL is
+// file:///C:/dir, whose path /C:/dir names no file there.
+func localPath(u *url.URL) string {
+	p := filepath.FromSlash(u.Path)
+	if len(p) > 1 && filepath.VolumeName(p[1:]) != "" {
+		return p[1:]
+	}
+	return p
 }
 
 // isRemote reports whether a source string is an http(s) URL.

@@ -147,10 +147,15 @@ func (r *Resolver) lockBuild(name, v string) (*LockPackage, bool) {
 }
 
 // mirrored reports whether a built-in is taken from the index because
-// Pyodide's package host is down (see [Resolver.WithoutPyodideHost]).
+// Pyodide's package host is down (see [Resolver.WithoutPyodideHost]) or
+// the resolver is offline, and its lock file is not in the cache: offline,
+// the index's build that stood in for the host earlier is what there is.
 func (r *Resolver) mirrored(name string, lp *LockPackage) bool {
-	return r.noHost && !r.builtinIsNative(lp) && (r.cache == nil || !r.cache.Has(r.lockFile(name, lp)))
+	return (r.noHost || r.offline()) && !r.builtinIsNative(lp) && (r.cache == nil || !r.cache.Has(r.lockFile(name, lp)))
 }
+
+// offline reports whether the resolver may use nothing but the cache.
+func (r *Resolver) offline() bool { return r.cache != nil && r.cache.Offline() }
 
 // Versions implements [pubgrub.Provider].
 func (s *resolution) Versions(ctx context.Context, pkg string) ([]string, error) {
@@ -174,16 +179,19 @@ func (s *resolution) Versions(ctx context.Context, pkg string) ([]string, error)
 		}
 	default:
 		cands, err := s.indexCandidates(ctx, name)
-		if err != nil {
-			return nil, err
-		}
 		for _, c := range cands {
 			if len(c.usable) > 0 {
 				vs = append(vs, c.text)
 			}
 		}
-		if len(vs) == 0 {
-			return nil, s.noUsableFile(name, cands, s.by[name])
+		if err == nil && len(vs) == 0 {
+			err = s.noUsableFile(name, cands, s.by[name])
+		}
+		if err != nil && builtin && s.r.offline() && ctx.Err() == nil {
+			return nil, s.offlineBuiltinMiss(name, lp, s.by[name], "")
+		}
+		if err != nil {
+			return nil, err
 		}
 		if builtin {
 			// A mirrored built-in: the index's build of the version Pyodide
@@ -195,6 +203,18 @@ func (s *resolution) Versions(ctx context.Context, pkg string) ([]string, error)
 	}
 	s.versions[pkg] = vs
 	return vs, nil
+}
+
+// offlineBuiltinMiss is the error of a pure-Python built-in that the
+// cache holds in no usable build, offline: it names Pyodide's build, the
+// file a user would expect there, and what the index's would have to
+// satisfy ("" for any).
+func (s *resolution) offlineBuiltinMiss(name string, lp *LockPackage, w work, satisfy string) error {
+	if satisfy != "" {
+		satisfy = fmt.Sprintf(" that satisfies %q", satisfy)
+	}
+	return newError(w.req.Text, KindOfflineMiss, nil, "offline mode, and %s is not in the package cache %s, nor a build of %s from the index%s%s",
+		s.r.lockFile(name, lp).Filename, s.r.cache.Dir(), name, satisfy, byText(w))
 }
 
 // withIndexVersions lists a pure-Python built-in's lock version with the
@@ -267,9 +287,23 @@ func (s *resolution) candidate(name, v string) *candidate {
 // noUsableFile explains why none of cands (all of them, or those a
 // requirement allows) can be installed.
 func (s *resolution) noUsableFile(name string, cands []*candidate, w work) error {
-	var tried []string
+	var tried, uncached []string
 	for _, c := range cands {
 		tried = append(tried, c.rejected...)
+		for _, why := range c.rejected {
+			if file, ok := strings.CutSuffix(why, ": "+whyOffline); ok {
+				uncached = append(uncached, file)
+			}
+		}
+	}
+	// Offline, a wheel that is not in the cache would be the one to use.
+	switch {
+	case len(uncached) == 1:
+		return newError(w.req.Text, KindOfflineMiss, nil, "offline mode, and %s is not in the package cache %s%s",
+			uncached[0], s.r.cache.Dir(), byText(w))
+	case len(uncached) > 1:
+		return newError(w.req.Text, KindOfflineMiss, nil, "offline mode, and no file of %s %s is in the package cache %s%s (%s)",
+			name, describeMatching(cands), s.r.cache.Dir(), byText(w), summarize(uncached, 6))
 	}
 	hint := ""
 	for _, why := range tried {

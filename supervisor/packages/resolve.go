@@ -100,7 +100,10 @@ type Config struct {
 	IndexURL string
 	// Cache, if set, receives wheels downloaded to read their metadata (so
 	// a later Fetch finds them) and keeps index pages; when it is offline
-	// the resolver uses nothing but the cache, local directories and Lock.
+	// the resolver uses nothing but the cache, local directories and Lock:
+	// it chooses among the versions whose files the cache holds, and a
+	// pure-Python built-in whose lock file is not there comes from the
+	// index, as when Pyodide's host is down (see WithoutPyodideHost).
 	Cache *Cache
 	// HTTPClient is used for index requests; nil means a default client.
 	HTTPClient *http.Client
@@ -412,7 +415,10 @@ func (s *resolution) expandContested() bool {
 func (s *resolution) noSolution(ns *pubgrub.NoSolution, top []work, reqs []string) error {
 	for _, w := range top {
 		name := Normalize(w.req.Name)
-		if _, builtin := s.r.lockPackage(name); builtin {
+		if lp, builtin := s.r.lockPackage(name); builtin {
+			if vs, asked := s.versions[name]; asked && s.r.offline() && s.r.mirrored(name, lp) && !slices.ContainsFunc(vs, s.set(name, w).Contains) {
+				return s.offlineBuiltinMiss(name, lp, w, w.req.Text)
+			}
 			continue
 		}
 		set := s.set(name, w)
@@ -449,7 +455,10 @@ func (s *resolution) noSolution(ns *pubgrub.NoSolution, top []work, reqs []strin
 			}
 			if set := s.set(name, w); !slices.ContainsFunc(s.versions[name], set.Contains) {
 				where := "and no package index is configured"
-				if s.r.index != nil {
+				switch {
+				case s.r.index != nil && s.r.offline():
+					where = "and the package cache holds no version of it from the index that does (offline mode)"
+				case s.r.index != nil:
 					where = "and the index has no version of it that does"
 				}
 				return newError(w.req.Text, KindConflict, nil, "Pyodide ships %s %s, which does not satisfy %q%s, %s",
@@ -557,6 +566,13 @@ func (s *resolution) project(ctx context.Context, name string, w work) (*Project
 	if ix.remote() && s.r.cache != nil && s.r.cache.Offline() {
 		p, err = s.r.cache.loadProject(ix.String(), name)
 		if errors.Is(err, errNotFound) {
+			// Kept from the index used online, when that was another (the
+			// server now runs without its --index-url, say).
+			if p, err = s.r.cache.loadAnyProject(name); err == nil {
+				s.say("%s: the package cache has no index page for it from %s; using the one kept from another index", name, ix)
+			}
+		}
+		if errors.Is(err, errNotFound) {
 			return nil, newError(w.req.Text, KindOfflineMiss, nil,
 				"offline mode, and the package cache has no index page for %s (from %s)%s", name, ix, byText(w))
 		}
@@ -602,6 +618,7 @@ func (c *candidate) yankedOnly() bool {
 const (
 	whySdist    = "a source distribution, not a wheel"
 	whyPlatform = "built for another platform"
+	whyOffline  = "not in the package cache (offline mode)"
 )
 
 // candidates groups a project's files by version and sorts out which
@@ -636,6 +653,11 @@ func (s *resolution) candidates(name string, proj *Project) []*candidate {
 			continue
 		case !sha256RE.MatchString(f.SHA256):
 			reject("the index gives no sha256 for it")
+			continue
+		case s.r.offline() && isRemote(f.URL) && !s.r.cache.Has(PlanFile{Filename: f.Filename, SHA256: f.SHA256}):
+			// Offline, the cache is the whole index: the versions it holds
+			// are the ones there are.
+			reject(whyOffline)
 			continue
 		}
 		if f.RequiresPython != "" {
@@ -687,7 +709,7 @@ func fileVersion(filename, name string) (string, wheelName, bool) {
 // indexMetadata reads a wheel's metadata: PEP 658 when offered (and not
 // offline), else from the wheel, through the cache when there is one.
 func (s *resolution) indexMetadata(ctx context.Context, name, version string, f IndexFile, w work) (*Metadata, error) {
-	offline := s.r.cache != nil && s.r.cache.Offline()
+	offline := s.r.offline()
 	if f.MetadataURL != "" && !(offline && isRemote(f.MetadataURL)) {
 		s.say("reading the metadata of %s %s", name, version)
 		md, err := s.r.index.coreMetadata(ctx, f)

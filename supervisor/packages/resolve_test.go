@@ -550,3 +550,85 @@ func origins(plan Plan) string {
 	}
 	return s
 }
+
+// TestOfflineAfterMirror: offline, resolution takes what the cache holds,
+// the index's builds that stood in for Pyodide's host among them, from the
+// pages kept for the index used online even when another index (or none)
+// is configured now.
+func TestOfflineAfterMirror(t *testing.T) {
+	repo := &pt.Repo{}
+	repo.Add(pt.Wheel{Name: "six", Version: "1.16.0", Source: "MIRROR = True\n"})
+	repo.Add(wheel("alpha", "1.0", "py3-none-any"))
+	repo.Add(wheel("alpha", "2.0", "py3-none-any"))
+	tl := makeLock(t)
+	tl.addLockWheel(t, wheel("six", "1.17.0", ""))
+	tl.addLockWheel(t, wheel("sixuser", "1.0", "", "six"), "six")
+	srv, _ := repo.Serve(t, pt.Variant{JSON: true, Metadata: true}, 0)
+	down := httptest.NewServer(http.NotFoundHandler())
+	host := down.URL + "/pyodide/"
+	down.Close()
+	dir := t.TempDir()
+	online, err := NewCache(dir, CacheOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewResolver(Config{Lock: tl.parsed(t), PyodideURL: host, IndexURL: srv.URL + "/simple/", Cache: online})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, reqs := range [][]string{{"six"}, {"alpha==1.0"}} {
+		plan, err := r.WithoutPyodideHost().Resolve(testContext(t), reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := online.Fetch(testContext(t), plan); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.Close() // from here on nothing may reach the index
+
+	offline, err := NewCache(dir, CacheOptions{Offline: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, index := range []string{srv.URL + "/simple/", "https://pypi.invalid/simple/"} {
+		r, err := NewResolver(Config{Lock: tl.parsed(t), PyodideURL: host, IndexURL: index, Cache: offline})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tests := []struct {
+			name    string
+			reqs    []string
+			want    []string
+			origins string
+			kind    Kind
+			msg     string
+		}{
+			{name: "the index's build that stood in", reqs: []string{"six"}, want: []string{"six==1.16.0"}, origins: "i"},
+			{name: "the cached version", reqs: []string{"alpha"}, want: []string{"alpha==1.0"}, origins: "i"},
+			{
+				name: "a version not cached", reqs: []string{"alpha==2.0"}, kind: KindOfflineMiss,
+				msg: `cannot install "alpha==2.0": offline mode, and alpha-2.0-py3-none-any.whl is not in the package cache ` + offline.Dir(),
+			},
+			{
+				name: "a built-in cached in another version", reqs: []string{"six==1.17.0"}, kind: KindOfflineMiss,
+				msg: `cannot install "six==1.17.0": offline mode, and six-1.17.0-py3-none-any.whl is not in the package cache ` + offline.Dir() + `, nor a build of six from the index that satisfies "six==1.17.0"`,
+			},
+			{
+				name: "a built-in cached in no build", reqs: []string{"sixuser"}, kind: KindOfflineMiss,
+				msg: `cannot install "sixuser": offline mode, and sixuser-1.0-py3-none-any.whl is not in the package cache ` + offline.Dir() + `, nor a build of sixuser from the index`,
+			},
+		}
+		for _, tc := range tests {
+			t.Run(index+"/"+tc.name, func(t *testing.T) {
+				plan := checkResolve(t, r, tc.reqs, tc.want, tc.kind, tc.msg)
+				if got := origins(plan); got != tc.origins {
+					t.Errorf("origins = %s, want %s", got, tc.origins)
+				}
+				if _, err := offline.Fetch(testContext(t), plan); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+}

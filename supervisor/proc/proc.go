@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"time"
 
 	"github.com/shirou/gopsutil/v4/process"
 )
@@ -88,6 +89,17 @@ func (p *Process) Memory(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	return int64(info.RSS), nil
+}
+
+// CPUTime returns the CPU time the process has used so far, user and
+// system, all its threads together. Read with gopsutil as Memory is:
+// /proc on Linux, proc_pidinfo on macOS, GetProcessTimes on Windows.
+func (p *Process) CPUTime(ctx context.Context) (time.Duration, error) {
+	times, err := (&process.Process{Pid: int32(p.Pid())}).TimesWithContext(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration((times.User + times.System) * float64(time.Second)), nil
 }
 
 // Describe says how a process ended, from the error Wait returned: "exit

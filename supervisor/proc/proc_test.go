@@ -29,6 +29,15 @@ func TestHelperProcess(t *testing.T) {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		runtime.KeepAlive(held)
 		os.Exit(0)
+	case "spin":
+		// Use a core until stdin ends.
+		go func() {
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			os.Exit(0)
+		}()
+		os.Stdout.WriteString("spinning\n")
+		for {
+		}
 	default: // "stdin": live until stdin ends, as a worker does
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
@@ -117,6 +126,38 @@ func TestMemory(t *testing.T) {
 	}
 	if rss < 64<<20 || rss > 1<<30 {
 		t.Errorf("Memory = %d bytes, want the 64 MiB the process holds and not much more", rss)
+	}
+}
+
+func TestCPUTime(t *testing.T) {
+	p, stdin, stdout := helper(t, "spin")
+	defer func() {
+		stdin.Close()
+		wait(t, p)
+	}()
+	line := make([]byte, len("spinning\n"))
+	if _, err := io.ReadFull(stdout, line); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	first, err := p.CPUTime(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The process spins: its CPU time grows, by no more than the time
+	// passed on its one spinning thread (and a little for the runtime's).
+	start := time.Now()
+	var used time.Duration
+	for used < 200*time.Millisecond && time.Since(start) < 10*time.Second {
+		time.Sleep(50 * time.Millisecond)
+		now, err := p.CPUTime(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		used = now - first
+	}
+	if passed := time.Since(start); used < 200*time.Millisecond || used > 2*passed+100*time.Millisecond {
+		t.Errorf("CPUTime grew by %v in %v of spinning, want at least 200ms and about the time passed", used, passed)
 	}
 }
 

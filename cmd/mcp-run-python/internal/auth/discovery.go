@@ -77,7 +77,8 @@ func fetchMetadata(ctx context.Context, client *http.Client, u, issuer string) (
 	req.Header.Set("Accept", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
-		return "", false, fmt.Errorf("%s: %w", u, err)
+		// A refused redirect is the issuer's answer, not an outage.
+		return "", errors.Is(err, errRedirect), fmt.Errorf("%s: %w", u, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {

@@ -37,7 +37,8 @@ type OAuthConfig struct {
 	// Scopes must all be granted by a token; none when empty.
 	Scopes []string
 	// HTTPClient fetches the metadata and the keys; nil means a client
-	// with a 10 s timeout.
+	// with a 10 s timeout. Every redirect it follows must pass the checks
+	// of the issuer's URL.
 	HTTPClient *http.Client
 	// Log gets discovery, key fetches and their failures; nil means none.
 	Log *zap.Logger
@@ -81,10 +82,12 @@ func newOAuth(ctx context.Context, cfg OAuthConfig, now func() time.Time) (*OAut
 			return nil, fmt.Errorf("scope %q is not a scope token (RFC 6749 §3.3)", s)
 		}
 	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = &http.Client{Timeout: fetchTimeout}
+	client := &http.Client{Timeout: fetchTimeout}
+	if cfg.HTTPClient != nil {
+		c := *cfg.HTTPClient
+		client = &c
 	}
+	client.CheckRedirect = checkRedirect(client.CheckRedirect)
 	log := cfg.Log
 	if log == nil {
 		log = zap.NewNop()
@@ -100,6 +103,32 @@ func newOAuth(ctx context.Context, cfg OAuthConfig, now func() time.Time) (*OAut
 		return nil, err
 	}
 	return o, nil
+}
+
+// maxRedirects is as many redirects as a fetch follows, as net/http's
+// default.
+const maxRedirects = 10
+
+// errRedirect marks a redirect that a fetch refused to follow.
+var errRedirect = errors.New("redirect refused")
+
+// checkRedirect returns a CheckRedirect that checks every hop of a fetch as
+// the first URL is checked, then asks next (nil: net/http's default). A
+// redirect from the issuer's https to plain HTTP on another host would hand
+// the keys, and so every token, to whoever is on the path.
+func checkRedirect(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if err := checkServerURL(req.URL.String()); err != nil {
+			return fmt.Errorf("%w: %w", errRedirect, err)
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= maxRedirects {
+			return fmt.Errorf("%w: stopped after %d redirects", errRedirect, maxRedirects)
+		}
+		return nil
+	}
 }
 
 // AuthorizationServers returns the issuer, for the authorization_servers of

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"sync/atomic"
 
 	"go.uber.org/zap"
@@ -39,7 +38,8 @@ type staticToken struct {
 
 // NewStaticTokens reads the tokens in the file at path: one a line, with
 // surrounding white space, blank lines and lines starting with # ignored.
-// The file must hold a token and, on Unix, be readable by no one but its
+// The file must be a regular file (a symbolic link to one is fine), hold a
+// token and, on Unix, be readable by no one but its
 // owner and its group, and writable by its owner only. log may be nil.
 func NewStaticTokens(path string, log *zap.Logger) (*StaticTokens, error) {
 	if log == nil {
@@ -87,7 +87,7 @@ func (s *StaticTokens) Authenticate(_ context.Context, token string) (Principal,
 
 // readTokens reads and checks the token file at path.
 func readTokens(path string) ([]staticToken, error) {
-	f, err := os.Open(path)
+	f, err := openSecret(path)
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +97,11 @@ func readTokens(path string) ([]staticToken, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		// A FIFO or a device could make the read wait for ever, or never
+		// end.
+		return nil, fmt.Errorf("%s is not a regular file (%v)", path, fi.Mode().Type())
 	}
 	if err := checkPrivate(path, fi); err != nil {
 		return nil, err

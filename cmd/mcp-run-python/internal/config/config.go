@@ -27,7 +27,8 @@ import (
 )
 
 // Mode is what the program does: serve MCP over a transport, prepare the
-// runtime, run the demo script, or show or prune the cache directory.
+// runtime, run the demo script, show or prune the cache directory, or fetch
+// packages into the package cache.
 type Mode string
 
 // The modes of the command line (DESIGN 1.1).
@@ -39,13 +40,14 @@ const (
 	ModeWarmup                  Mode = "warmup"
 	ModeExample                 Mode = "example"
 	ModeCache                   Mode = "cache"
+	ModeFetch                   Mode = "fetch"
 )
 
 // parseMode accepts a mode as written on the command line, including the
 // hyphenated spellings of the HTTP modes.
 func parseMode(s string) (Mode, bool) {
 	switch m := Mode(strings.ReplaceAll(s, "-", "_")); m {
-	case ModeStdio, ModeStreamableHTTP, ModeStreamableHTTPStateless, ModeSSE, ModeWarmup, ModeExample, ModeCache:
+	case ModeStdio, ModeStreamableHTTP, ModeStreamableHTTPStateless, ModeSSE, ModeWarmup, ModeExample, ModeCache, ModeFetch:
 		return m, true
 	}
 	return "", false
@@ -73,6 +75,7 @@ const (
 	defaultMaxSessions     = 4
 	defaultFilesTTL        = 30 * time.Minute
 	defaultFilesStoreLimit = "1GiB"
+	defaultMaxFiles        = 10_000
 	defaultImageLimit      = "1MiB"
 	defaultCacheLimit      = "4GiB"
 	defaultToolResultLimit = "1MiB"
@@ -103,6 +106,15 @@ type Config struct {
 	SessionIdle time.Duration
 	// MaxSessions is how many sessions may live at once; at least 1.
 	MaxSessions int
+	// The caps per principal (per MCP session without authentication; not
+	// over stdio, which has one client), 0 for none: live Python sessions,
+	// and the returned files kept, in number and bytes. The cap on MCP
+	// sessions per principal is in Limits.
+	MaxSessionsPerPrincipal     int
+	MaxFilesPerPrincipal        int
+	FilesStoreLimitPerPrincipal int64
+	// MaxFiles is how many returned files the server keeps; at least 1.
+	MaxFiles int
 	// FilesTTL is how long the files returned by a call outside a session
 	// stay readable as resources; above 0.
 	FilesTTL time.Duration
@@ -127,6 +139,15 @@ type Config struct {
 	// the cache directory beyond Supervisor.CacheLimit instead of listing
 	// them.
 	Prune bool
+
+	// Fetch, in the fetch mode, are the requirements (PEP 508) to resolve
+	// and download into the package cache, after the mode on the command
+	// line.
+	Fetch []string
+	// Mirror, in the fetch mode, is a directory that also gets the
+	// fetched files of Pyodide's built-in packages and its lock file, for
+	// --pyodide-index-url; "" for none.
+	Mirror string
 
 	// Help and Version ask for the usage text or the version instead of a mode.
 	Help    bool
@@ -186,8 +207,8 @@ func OSEnvironment() Environment {
 	}
 }
 
-// UsageError reports wrong arguments: the program prints it with the usage
-// text on stderr and exits with status 2.
+// UsageError reports wrong arguments: the program prints it on stderr with a
+// pointer to --help and exits with status 2.
 type UsageError struct {
 	Err error
 }
@@ -212,8 +233,10 @@ type flagValues struct {
 	indexURL          string
 	pyodideIndexURL   string
 	offline           bool
+	mirror            string
 	disableNetworking bool
 	allowNet          []string // nil when not set
+	allowPrivateNet   bool
 	version           bool
 	help              bool
 	workers           int
@@ -225,6 +248,7 @@ type flagValues struct {
 	cacheLimit        int64
 	prune             bool
 	logLevel          zapcore.Level
+	verbose           bool
 	warm              int // 0 when not set
 	queue             int // 0 when not set
 	queueTimeout      time.Duration
@@ -236,33 +260,41 @@ type flagValues struct {
 	readTimeout       time.Duration
 	maxConnections    int
 	maxMCPSessions    int
-	mcpSessionIdle    time.Duration
-	allowOrigins      []string
-	toolSchema        mcpserver.ToolSchema
-	sessions          bool
-	sessionIdle       time.Duration
-	maxSessions       int
-	files             bool
-	filesLimit        int64
-	filesTTL          time.Duration
-	filesStoreLimit   int64
-	imageLimit        int64
-	mounts            []mount.Mount
-	mountLimit        int64
-	mountFiles        int
-	maxPerPrincipal   int
-	oauthIssuer       string
-	oauthAudience     string
-	oauthScopes       []string
-	authTokenFile     string
-	publicURL         string
-	metricsAuth       bool
-	tlsCert           string
-	tlsKey            string
-	toolsConfig       string
-	toolsAllow        string
-	toolCalls         int
-	toolResultLimit   int64
+	// The caps per principal, 0 for none; each is half its server-wide
+	// cap (rounded up) unless set.
+	maxMCPSessionsPerPrincipal  int
+	maxSessionsPerPrincipal     int
+	maxFilesPerPrincipal        int
+	filesStoreLimitPerPrincipal int64
+	maxFiles                    int
+	mcpSessionIdle              time.Duration
+	allowOrigins                []string
+	toolSchema                  mcpserver.ToolSchema
+	sessions                    bool
+	sessionIdle                 time.Duration
+	maxSessions                 int
+	sessionIdleCPU              float64
+	files                       bool
+	filesLimit                  int64
+	filesTTL                    time.Duration
+	filesStoreLimit             int64
+	imageLimit                  int64
+	mounts                      []mount.Mount
+	mountLimit                  int64
+	mountFiles                  int
+	maxPerPrincipal             int
+	oauthIssuer                 string
+	oauthAudience               string
+	oauthScopes                 []string
+	authTokenFile               string
+	publicURL                   string
+	metricsAuth                 bool
+	tlsCert                     string
+	tlsKey                      string
+	toolsConfig                 string
+	toolsAllow                  string
+	toolCalls                   int
+	toolResultLimit             int64
 }
 
 // newFlagSet defines the flags into v, with help for goos. Each flag checks
@@ -274,16 +306,19 @@ func newFlagSet(v *flagValues, goos string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("mcp-run-python", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
-	fs.Var(newIntFlag(&v.port, defaultPort, 0, math.MaxUint16), "port", "port of the HTTP modes")
+	fs.SetNormalizeFunc(pypiFlagNames())
+	fs.Var(newPortFlag(&v.port, defaultPort), "port", "port of the HTTP modes")
 	fs.Var(newCheckedString(&v.host, defaultHost, checkHost), "host", "address the HTTP modes listen on")
 	fs.Var(newChoice(&v.returnMode, render.ReturnXML, render.ReturnXML, render.ReturnJSON), "return-mode", "result format: xml or json")
 	fs.Var(newTextFlag(&v.toolSchema, mcpserver.SchemaJSR, mcpserver.ParseToolSchema), "tool-schema", "tools as upstream lists them: jsr (its JSR release) or pypi (its PyPI release 0.0.22, with global_variables)")
-	fs.Var(&listFlag{&v.deps, parseDeps}, "deps", "comma-separated packages installed into every interpreter")
+	fs.Var(&listFlag{&v.deps, parseDeps}, "deps", "comma-separated packages installed into every interpreter (--dependencies too)")
 	fs.Var(newCheckedString(&v.indexURL, packages.DefaultIndexURL, packages.CheckLocation), "index-url", "package index: a PyPI-style simple API, as a URL or a local directory")
 	fs.Var(newCheckedString(&v.pyodideIndexURL, "", checkOptionalLocation), "pyodide-index-url", "where Pyodide's built-in packages are, as a URL or a local directory (default: the package host of the pinned Pyodide release)")
 	fs.BoolVar(&v.offline, "offline", false, "install packages from the package cache only, never downloading")
+	fs.StringVar(&v.mirror, "mirror", "", "fetch mode: also copy the fetched files of Pyodide's built-in packages, with its pyodide-lock.json, into this directory, which then serves as --pyodide-index-url")
 	fs.BoolVar(&v.disableNetworking, "disable-networking", false, "deny Python code access to the network")
-	fs.Var(&listFlag{&v.allowNet, parseAllowNet}, "allow-net", "comma-separated hosts Python code may reach, and nothing else: host, host:port, [ipv6]:port (default: the internet, but not this machine or link-local addresses)")
+	fs.Var(&listFlag{&v.allowNet, parseAllowNet}, "allow-net", "comma-separated hosts Python code may reach, and nothing else: host, host:port, [ipv6]:port (default: the internet, but not this machine, private networks or link-local addresses)")
+	fs.BoolVar(&v.allowPrivateNet, "allow-private-net", false, "let Python code with the default network reach private networks too (10/8, 172.16/12, 192.168/16, 100.64/10); this machine stays out of reach")
 	fs.Var(newIntFlag(&v.workers, defaultWorkers, 1, math.MaxInt), "workers", "live worker limit: calls run in parallel up to it")
 	fs.Var(newIntFlag(&v.warm, 0, 1, math.MaxInt), "warm", "idle workers kept ready for calls, at most --workers (default: --workers)")
 	fs.Var(newIntFlag(&v.queue, 0, 1, math.MaxInt), "queue", fmt.Sprintf("calls that may wait for a worker while all are busy (default: %d times --workers)", supervisor.DefaultQueuePerWorker))
@@ -298,18 +333,24 @@ func newFlagSet(v *flagValues, goos string) *pflag.FlagSet {
 	fs.BoolVar(&v.sessions, "sessions", false, "offer Python sessions, whose variables and files last from call to call (tools create_session, list_session_files, close_session)")
 	fs.Var(positiveDuration(&v.sessionIdle, defaultSessionIdle), "session-idle", "a Python session without calls for this long ends (with --sessions)")
 	fs.Var(newIntFlag(&v.maxSessions, defaultMaxSessions, 1, math.MaxInt), "max-sessions", "live Python sessions, each holding a worker of its own (with --sessions)")
+	fs.Var(newIntFlag(&v.maxSessionsPerPrincipal, 0, 0, math.MaxInt), "max-sessions-per-principal", "live Python sessions of one authenticated caller (of one MCP session without authentication); 0 for no limit (default: half of --max-sessions, rounded up)")
+	fs.Var(newCoresFlag(&v.sessionIdleCPU, supervisor.DefaultSessionIdleCPU), "session-idle-cpu", "share of a core a Python session's worker may use on average while no call runs, with 10 s of it at once; past it the session ends (with --sessions); 0 for no limit")
 	fs.BoolVar(&v.files, "files", true, "return the files a call writes in its working directory ("+supervisor.WorkDir+") as resources; --files=false for none")
 	fs.Var(positiveByteSize(&v.filesLimit, sizeText(supervisor.DefaultFilesLimit), math.MaxInt64), "files-limit", "bytes of files one call may send back: returned, written back to a mount, and figures, such as 64MiB")
 	fs.Var(positiveDuration(&v.filesTTL, defaultFilesTTL), "files-ttl", "how long the files of a call outside a session stay readable as resources")
 	fs.Var(positiveByteSize(&v.filesStoreLimit, defaultFilesStoreLimit, math.MaxInt64), "files-store-limit", "total size of the returned files the server keeps, at least --files-limit")
+	fs.Var(newIntFlag(&v.maxFiles, defaultMaxFiles, 1, math.MaxInt), "max-files", "returned files the server keeps (empty ones too)")
+	fs.Var(newByteSize(&v.filesStoreLimitPerPrincipal, "0", math.MaxInt64), "files-store-limit-per-principal", "size of the returned files the server keeps for one authenticated caller (one MCP session without authentication), at least --files-limit; 0 for no limit (default: half of --files-store-limit, at least --files-limit)")
+	fs.Var(newIntFlag(&v.maxFilesPerPrincipal, 0, 0, math.MaxInt), "max-files-per-principal", "returned files the server keeps for one authenticated caller (one MCP session without authentication); 0 for no limit (default: half of --max-files, rounded up)")
 	fs.Var(newByteSize(&v.imageLimit, defaultImageLimit, math.MaxInt64), "image-limit", "largest image returned inline as image content; larger ones are only linked; 0 links every image")
 	fs.Var(&mountFlag{&v.mounts}, "mount", "show host folder HOST to every interpreter at SANDBOX, read-only unless rw; repeat for more (in "+envName("mount")+", one a line)")
-	fs.Var(positiveByteSize(&v.mountLimit, sizeText(supervisor.DefaultMountBytes), math.MaxInt64), "mount-limit", "bytes a mount may copy in, and a call write back to it")
-	fs.Var(newIntFlag(&v.mountFiles, supervisor.DefaultMountFiles, 1, math.MaxInt), "mount-files", "files a mount may copy in, and a call change in it")
+	fs.Var(positiveByteSize(&v.mountLimit, sizeText(supervisor.DefaultMountBytes), math.MaxInt64), "mount-limit", "bytes a mount may hold, copy in, and a call write back to it")
+	fs.Var(newIntFlag(&v.mountFiles, supervisor.DefaultMountFiles, 1, math.MaxInt), "mount-files", "files a mount may hold, copy in, and a call change in it")
 	fs.Var(optionalByteSize(&v.requestLimit, &v.requestLimitSet, math.MaxInt), "request-limit", "largest request accepted, an HTTP request body or a stdio line, such as 16MiB; 0 for no limit (default: 8MiB, or 6 times --code-limit plus 1MiB if more)")
 	fs.Var(positiveDuration(&v.readTimeout, front.ReadTimeout), "read-timeout", "how long an HTTP client may take to send a request's headers, then its body (and an SSE client its first message)")
 	fs.Var(newIntFlag(&v.maxConnections, front.MaxConnections, 0, math.MaxInt), "max-connections", "open HTTP connections; past it the one waiting longest for a request is closed (the new one refused if all are busy); 0 for no limit")
 	fs.Var(newIntFlag(&v.maxMCPSessions, front.MaxMCPSessions, 0, math.MaxInt), "max-mcp-sessions", "live MCP protocol sessions (Streamable HTTP sessions, SSE streams; not Python interpreters): past it a new one gets 503; 0 for no limit")
+	fs.Var(newIntFlag(&v.maxMCPSessionsPerPrincipal, 0, 0, math.MaxInt), "max-mcp-sessions-per-principal", "live MCP protocol sessions of one authenticated caller; 0 for no limit (default: half of --max-mcp-sessions, rounded up)")
 	fs.Var(nonNegativeDuration(&v.mcpSessionIdle, front.MCPSessionIdle), "mcp-session-idle", "an MCP protocol session (not a Python interpreter) without requests for this long is ended; 0 to keep idle sessions")
 	fs.Var(&listFlag{&v.allowOrigins, parseAllowOrigin}, "allow-origin", "comma-separated origins of web pages that may call the HTTP modes, such as https://app.example.com, or * for any; local pages may call a local server")
 	fs.Var(newCheckedString(&v.oauthIssuer, "", checkOptionalHTTPURL), "oauth-issuer", "accept the OAuth access tokens of this authorization server (its issuer URL) in the HTTP modes; needs --oauth-audience")
@@ -328,14 +369,15 @@ func newFlagSet(v *flagValues, goos string) *pflag.FlagSet {
 	fs.StringVar(&v.cacheDir, "cache-dir", "", cacheDirHelp(goos))
 	fs.Var(newByteSize(&v.cacheLimit, defaultCacheLimit, math.MaxInt64), "cache-limit", "size the cache directory's worker programs, Pyodide installs, memory snapshots and package files may take; the least recently used beyond it are removed, never one in use; 0 for no limit")
 	fs.BoolVar(&v.prune, "prune", false, "with the cache mode: remove the least recently used entries beyond --cache-limit instead of listing them")
-	fs.Var(newLevelFlag(&v.logLevel, defaultLogLevel), "log-level", "level of the server's own log on stderr: debug, info, warn, error")
+	fs.Var(newLevelFlag(&v.logLevel, defaultLogLevel), "log-level", "level of the server's own log on stderr: debug, info, warn, error; info by default with --tool-schema pypi, as in that release")
+	fs.BoolVar(&v.verbose, "verbose", false, "--log-level debug, as the PyPI release's --verbose")
 	fs.BoolVar(&v.version, "version", false, "print the version and exit")
 	fs.BoolVarP(&v.help, "help", "h", false, "print this help and exit")
 	return fs
 }
 
-// Usage is the help that the program prints for -h and after a usage
-// error.
+// Usage is the help that the program prints for -h, and after a usage
+// error when it was given no arguments at all.
 func Usage() string {
 	var v flagValues
 	return `Usage: mcp-run-python [flags] MODE
@@ -351,7 +393,15 @@ Modes:
   example                     run a demo script and print its result
   cache                       list the cache directory's entries; with --prune, remove
                               the least recently used beyond --cache-limit
+  fetch PKG...                resolve PKG... (and --deps) as a call would and download
+                              them with their dependencies, hash-checked, into the
+                              package cache, for --offline or a firewalled server later
   (streamable-http and streamable-http-stateless are accepted too)
+  service ...                 install, start, stop or remove the server as a system
+                              service: mcp-run-python service --help
+
+The PyPI release's command line (uvx mcp-run-python) works as it is: --dependencies
+is --deps, and its flags may be shortened as there, such as --verb for --verbose.
 
 Flags (each can also be set with the environment variable MCP_RUN_PYTHON_<FLAG>,
 upper case with '-' as '_', such as MCP_RUN_PYTHON_RETURN_MODE=json; the
@@ -459,17 +509,28 @@ func parse(args []string, env Environment, goos string) (Config, error) {
 		return Config{}, err
 	}
 
-	var mode Mode
-	switch rest := fs.Args(); len(rest) {
-	case 0:
+	rest := fs.Args()
+	if len(rest) == 0 {
 		return Config{}, usageErrorf("no mode given")
-	case 1:
-		var ok bool
-		if mode, ok = parseMode(rest[0]); !ok {
-			return Config{}, usageErrorf("unknown mode %q", rest[0])
-		}
-	default:
+	}
+	mode, ok := parseMode(rest[0])
+	switch {
+	case !ok:
+		return Config{}, usageErrorf("unknown mode %q", rest[0])
+	case mode == ModeFetch && len(rest) == 1 && len(v.deps) == 0:
+		return Config{}, usageErrorf("fetch needs the packages to fetch, such as: fetch numpy pandas")
+	case mode != ModeFetch && len(rest) > 1:
 		return Config{}, usageErrorf("expected one mode, got %q", rest)
+	}
+	if v.mirror != "" && mode != ModeFetch {
+		return Config{}, usageErrorf("%s is for the fetch mode, not %s", src.name("mirror"), mode)
+	}
+	var fetch []string
+	for _, r := range rest[1:] {
+		if _, err := packages.ParseRequirement(r); err != nil {
+			return Config{}, usageErrorf("fetch: %w", err)
+		}
+		fetch = append(fetch, r)
 	}
 
 	if v.prune && mode != ModeCache {
@@ -483,11 +544,22 @@ func parse(args []string, env Environment, goos string) (Config, error) {
 		// One call's files could not be kept.
 		return Config{}, src.below("files-store-limit", "files-limit", v.filesLimit)
 	}
+	filesPerPrincipal := v.filesStoreLimitPerPrincipal
+	switch {
+	case !src.fs.Changed("files-store-limit-per-principal"):
+		filesPerPrincipal = min(v.filesStoreLimit, max(v.filesLimit, v.filesStoreLimit-v.filesStoreLimit/2))
+	case v.files && filesPerPrincipal > 0 && filesPerPrincipal < v.filesLimit:
+		return Config{}, src.below("files-store-limit-per-principal", "files-limit", v.filesLimit)
+	}
 	limits, err := parseFrontEndLimits(v, src)
 	if err != nil {
 		return Config{}, err
 	}
 	if err := checkHTTPOnly(v, src, mode); err != nil {
+		return Config{}, err
+	}
+	logLevel, err := parseLogLevel(v, src)
+	if err != nil {
 		return Config{}, err
 	}
 
@@ -496,7 +568,7 @@ func parse(args []string, env Environment, goos string) (Config, error) {
 		Host:            v.host,
 		Port:            v.port,
 		ReturnMode:      v.returnMode,
-		LogLevel:        v.logLevel,
+		LogLevel:        logLevel,
 		Supervisor:      sup,
 		ShutdownTimeout: v.shutdownTimeout,
 		Limits:          limits,
@@ -506,7 +578,12 @@ func parse(args []string, env Environment, goos string) (Config, error) {
 		MaxSessions:     v.maxSessions,
 		FilesTTL:        v.filesTTL,
 		FilesStoreLimit: v.filesStoreLimit,
-		ImageLimit:      v.imageLimit,
+		MaxFiles:        v.maxFiles,
+
+		MaxSessionsPerPrincipal:     halfUnlessSet(v.maxSessionsPerPrincipal, v.maxSessions, src.fs.Changed("max-sessions-per-principal")),
+		MaxFilesPerPrincipal:        halfUnlessSet(v.maxFilesPerPrincipal, v.maxFiles, src.fs.Changed("max-files-per-principal")),
+		FilesStoreLimitPerPrincipal: filesPerPrincipal,
+		ImageLimit:                  v.imageLimit,
 		Auth: Auth{
 			OAuthIssuer: v.oauthIssuer, OAuthAudience: v.oauthAudience, OAuthScopes: v.oauthScopes,
 			TokenFile: v.authTokenFile, PublicURL: v.publicURL, Metrics: v.metricsAuth,
@@ -515,6 +592,8 @@ func parse(args []string, env Environment, goos string) (Config, error) {
 		TLSKey:  v.tlsKey,
 		Tools:   Tools{File: v.toolsConfig, Allow: v.toolsAllow, ResultLimit: v.toolResultLimit},
 		Prune:   v.prune,
+		Fetch:   fetch,
+		Mirror:  v.mirror,
 	}, nil
 }
 
@@ -533,7 +612,7 @@ func checkHTTPOnly(v flagValues, src flagSources, mode Mode) error {
 	case v.metricsAuth && v.oauthIssuer == "" && v.authTokenFile == "":
 		return usageErrorf("%s needs %s or %s", src.name("metrics-auth"), src.name("oauth-issuer"), src.name("auth-token-file"))
 	}
-	if mode == ModeStdio || mode == ModeWarmup || mode == ModeExample || mode == ModeCache {
+	if mode == ModeStdio || mode == ModeWarmup || mode == ModeExample || mode == ModeCache || mode == ModeFetch {
 		for _, name := range []string{"oauth-issuer", "auth-token-file", "public-url", "tls-cert"} {
 			if src.fs.Lookup(name).Value.String() != "" {
 				return usageErrorf("%s is for the HTTP modes, not %s", src.name(name), mode)
@@ -555,6 +634,15 @@ func parseSupervisor(v flagValues, src flagSources, env Environment, goos string
 	if v.allowNet != nil && v.disableNetworking {
 		// Either answer would surprise someone: refuse rather than guess.
 		return supervisor.Config{}, usageErrorf("%s and %s exclude each other", src.name("allow-net"), src.name("disable-networking"))
+	}
+	if v.allowPrivateNet && (v.allowNet != nil || v.disableNetworking) {
+		other := "allow-net"
+		if v.disableNetworking {
+			other = "disable-networking"
+		}
+		// --allow-net lists private hosts itself; the flag is for the
+		// default network only.
+		return supervisor.Config{}, usageErrorf("%s and %s exclude each other", src.name("allow-private-net"), src.name(other))
 	}
 	deno := v.deno
 	if deno == "" {
@@ -580,6 +668,7 @@ func parseSupervisor(v flagValues, src flagSources, env Environment, goos string
 		Offline:         v.offline,
 		Networking:      !v.disableNetworking,
 		AllowNet:        v.allowNet,
+		PrivateNetworks: v.allowPrivateNet,
 		Warm:            warm,
 		Queue:           v.queue, // 0: the supervisor's default
 		QueueTimeout:    v.queueTimeout,
@@ -593,12 +682,22 @@ func parseSupervisor(v flagValues, src flagSources, env Environment, goos string
 		MountLimits:          mount.Limits{MaxBytes: v.mountLimit, MaxFiles: v.mountFiles},
 		CacheLimit:           v.cacheLimit,
 		ToolCalls:            toolCalls(v.toolCalls),
+		SessionIdleCPU:       sessionIdleCPU(v.sessionIdleCPU),
 	}.WithDefaults(), nil
 }
 
 // toolCalls is supervisor.Config.ToolCalls for the flag's value n: 0 is
 // no limit there, and negative here.
 func toolCalls(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
+// sessionIdleCPU is supervisor.Config.SessionIdleCPU for the flag's value
+// n: 0 is the default there, and no limit here.
+func sessionIdleCPU(n float64) float64 {
 	if n == 0 {
 		return -1
 	}
@@ -617,6 +716,15 @@ func perPrincipal(n int, set bool) int {
 	return n
 }
 
+// halfUnlessSet is the value n of a cap per principal, or when it is not
+// set, half of the server-wide cap all (rounded up; 0 for none).
+func halfUnlessSet(n, all int, set bool) int {
+	if set {
+		return n
+	}
+	return all - all/2
+}
+
 // parseFrontEndLimits returns the front end's limits of the flags, with the
 // request limit following the code limit unless it is set.
 func parseFrontEndLimits(v flagValues, src flagSources) (transport.Limits, error) {
@@ -631,6 +739,7 @@ func parseFrontEndLimits(v flagValues, src flagSources) (transport.Limits, error
 	}
 	l.ReadTimeout = v.readTimeout
 	l.MaxConnections, l.MaxMCPSessions = v.maxConnections, v.maxMCPSessions
+	l.MaxMCPSessionsPerPrincipal = halfUnlessSet(v.maxMCPSessionsPerPrincipal, v.maxMCPSessions, src.fs.Changed("max-mcp-sessions-per-principal"))
 	l.MCPSessionIdle = v.mcpSessionIdle
 	l.AllowOrigins = v.allowOrigins
 	return l, nil

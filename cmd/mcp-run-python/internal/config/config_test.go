@@ -89,6 +89,7 @@ func defaultConfig() Config {
 			MountLimits:          mount.Limits{MaxBytes: supervisor.DefaultMountBytes, MaxFiles: supervisor.DefaultMountFiles},
 			CacheLimit:           4 << 30,
 			ToolCalls:            supervisor.DefaultToolCalls,
+			SessionIdleCPU:       supervisor.DefaultSessionIdleCPU,
 		},
 		ShutdownTimeout: 10 * time.Second,
 		Limits: transport.Limits{
@@ -97,14 +98,21 @@ func defaultConfig() Config {
 			MaxConnections: 1024,
 			MaxMCPSessions: 256,
 			MCPSessionIdle: 30 * time.Minute,
+
+			MaxMCPSessionsPerPrincipal: 128,
 		},
 		ToolSchema:      mcpserver.SchemaJSR,
 		SessionIdle:     30 * time.Minute,
 		MaxSessions:     4,
 		FilesTTL:        30 * time.Minute,
 		FilesStoreLimit: 1 << 30,
-		ImageLimit:      1 << 20,
-		Tools:           Tools{ResultLimit: 1 << 20},
+		MaxFiles:        10_000,
+
+		MaxSessionsPerPrincipal:     2,
+		MaxFilesPerPrincipal:        5_000,
+		FilesStoreLimitPerPrincipal: 512 << 20,
+		ImageLimit:                  1 << 20,
+		Tools:                       Tools{ResultLimit: 1 << 20},
 	}
 }
 
@@ -129,6 +137,12 @@ func TestParseConfig(t *testing.T) {
 		{"warmup", []string{"warmup"}, standardEnv(), func(c *Config) { c.Mode = ModeWarmup }},
 		{"example", []string{"example"}, standardEnv(), func(c *Config) { c.Mode = ModeExample }},
 		{"cache", []string{"cache"}, standardEnv(), func(c *Config) { c.Mode = ModeCache }},
+		{"fetch packages", []string{"fetch", "numpy", "pandas>=2", "--offline=false"}, standardEnv(),
+			func(c *Config) { c.Mode, c.Fetch = ModeFetch, []string{"numpy", "pandas>=2"} }},
+		{"fetch --deps alone", []string{"--deps", "numpy", "fetch"}, standardEnv(),
+			func(c *Config) { c.Mode, c.Supervisor.Deps = ModeFetch, []string{"numpy"} }},
+		{"fetch into a mirror", []string{"fetch", "--mirror", "mirror", "pandas"}, standardEnv(),
+			func(c *Config) { c.Mode, c.Fetch, c.Mirror = ModeFetch, []string{"pandas"}, "mirror" }},
 		{"cache prune with a limit", []string{"cache", "--prune", "--cache-limit", "512MiB"}, standardEnv(),
 			func(c *Config) { c.Mode, c.Prune, c.Supervisor.CacheLimit = ModeCache, true, 512<<20 }},
 		{"cache limit in decimal units", []string{"stdio", "--cache-limit=10GB"}, standardEnv(),
@@ -165,6 +179,8 @@ func TestParseConfig(t *testing.T) {
 			}},
 		{"allow net from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_ALLOW_NET": "localhost"}),
 			func(c *Config) { c.Supervisor.AllowNet = []string{"localhost"} }},
+		{"allow private networks", []string{"stdio", "--allow-private-net"}, standardEnv(),
+			func(c *Config) { c.Supervisor.PrivateNetworks = true }},
 		{"limits and timeout", []string{"stdio", "--workers", "8", "--timeout", "1m30s", "--memory-limit", "512MiB", "--output-limit", "64KiB"}, standardEnv(),
 			func(c *Config) {
 				c.Supervisor.Workers, c.Supervisor.Timeout = 8, 90*time.Second
@@ -279,13 +295,14 @@ func TestParseConfig(t *testing.T) {
 			func(c *Config) {
 				c.Mode = ModeSSE
 				c.Limits = transport.Limits{RequestLimit: 16 << 20, ReadTimeout: 5 * time.Second, MaxConnections: 100,
-					MaxMCPSessions: 10, MCPSessionIdle: 2 * time.Minute,
+					MaxMCPSessions: 10, MCPSessionIdle: 2 * time.Minute, MaxMCPSessionsPerPrincipal: 5,
 					AllowOrigins: []string{"https://app.example.com", "http://localhost:5173"}}
 			}},
 		{"front end limits off", []string{"stdio", "--request-limit", "0", "--max-connections", "0", "--max-mcp-sessions", "0",
 			"--mcp-session-idle", "0", "--allow-origin", "*"}, standardEnv(),
 			func(c *Config) {
 				c.Limits.RequestLimit, c.Limits.MaxConnections, c.Limits.MaxMCPSessions, c.Limits.MCPSessionIdle = 0, 0, 0, 0
+				c.Limits.MaxMCPSessionsPerPrincipal = 0
 				c.Limits.AllowOrigins = []string{"*"}
 			}},
 		{"request limit follows a larger code limit", []string{"stdio", "--code-limit", "4MiB"}, standardEnv(),
@@ -305,24 +322,45 @@ func TestParseConfig(t *testing.T) {
 			"MCP_RUN_PYTHON_ALLOW_ORIGIN":     "http://[::1]:8080",
 		}), func(c *Config) {
 			c.Limits = transport.Limits{RequestLimit: 2e6, ReadTimeout: time.Minute, MaxConnections: 64,
-				MaxMCPSessions: 8, MCPSessionIdle: 90 * time.Second, AllowOrigins: []string{"http://[::1]:8080"}}
+				MaxMCPSessions: 8, MCPSessionIdle: 90 * time.Second, AllowOrigins: []string{"http://[::1]:8080"},
+				MaxMCPSessionsPerPrincipal: 4}
 		}},
 		{"command line wins over env for front end limits", []string{"stdio", "--max-mcp-sessions", "3"},
 			withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_MAX_MCP_SESSIONS": "8"}),
-			func(c *Config) { c.Limits.MaxMCPSessions = 3 }},
+			func(c *Config) { c.Limits.MaxMCPSessions, c.Limits.MaxMCPSessionsPerPrincipal = 3, 2 }},
 		{"pypi tool schema", []string{"stdio", "--tool-schema", "pypi"}, standardEnv(),
-			func(c *Config) { c.ToolSchema = mcpserver.SchemaPyPI }},
+			func(c *Config) { c.ToolSchema, c.LogLevel = mcpserver.SchemaPyPI, zapcore.InfoLevel }},
 		{"tool schema from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_TOOL_SCHEMA": "pypi"}),
-			func(c *Config) { c.ToolSchema = mcpserver.SchemaPyPI }},
+			func(c *Config) { c.ToolSchema, c.LogLevel = mcpserver.SchemaPyPI, zapcore.InfoLevel }},
 		{"sessions", []string{"stdio", "--sessions", "--session-idle", "5m", "--max-sessions", "1"}, standardEnv(),
-			func(c *Config) { c.Sessions, c.SessionIdle, c.MaxSessions = true, 5*time.Minute, 1 }},
+			func(c *Config) {
+				c.Sessions, c.SessionIdle, c.MaxSessions, c.MaxSessionsPerPrincipal = true, 5*time.Minute, 1, 1
+			}},
 		{"session flags without --sessions", []string{"stdio", "--session-idle", "2h", "--max-sessions", "64"}, standardEnv(),
-			func(c *Config) { c.SessionIdle, c.MaxSessions = 2*time.Hour, 64 }},
+			func(c *Config) { c.SessionIdle, c.MaxSessions, c.MaxSessionsPerPrincipal = 2*time.Hour, 64, 32 }},
 		{"sessions from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{
 			"MCP_RUN_PYTHON_SESSIONS":     "true",
 			"MCP_RUN_PYTHON_SESSION_IDLE": "90s",
 			"MCP_RUN_PYTHON_MAX_SESSIONS": "0x10",
-		}), func(c *Config) { c.Sessions, c.SessionIdle, c.MaxSessions = true, 90*time.Second, 16 }},
+		}), func(c *Config) {
+			c.Sessions, c.SessionIdle, c.MaxSessions, c.MaxSessionsPerPrincipal = true, 90*time.Second, 16, 8
+		}},
+		{"caps per principal", []string{"stdio", "--max-sessions-per-principal", "3", "--max-mcp-sessions-per-principal", "0",
+			"--max-files", "100", "--max-files-per-principal", "7", "--files-store-limit-per-principal", "64MiB"}, standardEnv(),
+			func(c *Config) {
+				c.MaxSessionsPerPrincipal, c.Limits.MaxMCPSessionsPerPrincipal = 3, 0
+				c.MaxFiles, c.MaxFilesPerPrincipal, c.FilesStoreLimitPerPrincipal = 100, 7, 64<<20
+			}},
+		{"caps per principal follow the server's", []string{"stdio", "--max-files", "9", "--files-store-limit", "40MiB"}, standardEnv(),
+			func(c *Config) {
+				c.MaxFiles, c.MaxFilesPerPrincipal = 9, 5
+				// Half would not hold one call's files (--files-limit).
+				c.FilesStoreLimit, c.FilesStoreLimitPerPrincipal = 40<<20, 32<<20
+			}},
+		{"session idle cpu", []string{"stdio", "--session-idle-cpu", "0.5"}, standardEnv(),
+			func(c *Config) { c.Supervisor.SessionIdleCPU = 0.5 }},
+		{"no session idle cpu limit", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_SESSION_IDLE_CPU": "0"}),
+			func(c *Config) { c.Supervisor.SessionIdleCPU = -1 }},
 		{"sessions off on the command line over env", []string{"stdio", "--sessions=false"},
 			withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_SESSIONS": "1"}), nil},
 		{"files off", []string{"stdio", "--files=false"}, standardEnv(),
@@ -332,13 +370,14 @@ func TestParseConfig(t *testing.T) {
 		{"files limits", []string{"stdio", "--files-limit", "8MiB", "--files-ttl", "1h", "--files-store-limit", "100MB", "--image-limit", "256KiB"}, standardEnv(),
 			func(c *Config) {
 				c.Supervisor.FilesLimit, c.FilesTTL, c.FilesStoreLimit, c.ImageLimit = 8<<20, time.Hour, 100e6, 256<<10
+				c.FilesStoreLimitPerPrincipal = 50e6
 			}},
 		{"image limit 0 links every image", []string{"stdio", "--image-limit", "0"}, standardEnv(),
 			func(c *Config) { c.ImageLimit = 0 }},
 		{"files store limit equal to the files limit", []string{"stdio", "--files-limit", "1GiB"}, standardEnv(),
-			func(c *Config) { c.Supervisor.FilesLimit = 1 << 30 }},
+			func(c *Config) { c.Supervisor.FilesLimit, c.FilesStoreLimitPerPrincipal = 1<<30, 1<<30 }},
 		{"files store limit below the files limit with files off", []string{"stdio", "--files=false", "--files-store-limit", "1"}, standardEnv(),
-			func(c *Config) { c.Supervisor.Files, c.FilesStoreLimit = false, 1 }},
+			func(c *Config) { c.Supervisor.Files, c.FilesStoreLimit, c.FilesStoreLimitPerPrincipal = false, 1, 1 }},
 		{"files limits from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{
 			"MCP_RUN_PYTHON_FILES_LIMIT":       "2MB",
 			"MCP_RUN_PYTHON_FILES_TTL":         "5m",
@@ -346,6 +385,7 @@ func TestParseConfig(t *testing.T) {
 			"MCP_RUN_PYTHON_IMAGE_LIMIT":       "0",
 		}), func(c *Config) {
 			c.Supervisor.FilesLimit, c.FilesTTL, c.FilesStoreLimit, c.ImageLimit = 2e6, 5*time.Minute, 2<<30, 0
+			c.FilesStoreLimitPerPrincipal = 1 << 30
 		}},
 		{"mount limits", []string{"stdio", "--mount-limit", "1GB", "--mount-files", "1"}, standardEnv(),
 			func(c *Config) { c.Supervisor.MountLimits = mount.Limits{MaxBytes: 1e9, MaxFiles: 1} }},
@@ -500,6 +540,8 @@ func TestParseConfigUsageErrors(t *testing.T) {
 		{"allow net without a host", []string{"stdio", "--allow-net", " , "}, standardEnv(), "no host given"},
 		{"allow net from env with a bad host", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_ALLOW_NET": "a b"}), "MCP_RUN_PYTHON_ALLOW_NET"},
 		{"allow net and no network", []string{"stdio", "--allow-net", "a.com", "--disable-networking"}, standardEnv(), "--allow-net and --disable-networking exclude each other"},
+		{"private networks and an allow list", []string{"stdio", "--allow-private-net", "--allow-net", "a.com"}, standardEnv(), "--allow-private-net and --allow-net exclude each other"},
+		{"private networks and no network", []string{"stdio", "--allow-private-net", "--disable-networking"}, standardEnv(), "--allow-private-net and --disable-networking exclude each other"},
 		{"no cache dir at all", []string{"stdio"}, fakeEnv{denoPath: "/usr/bin/deno"}, "--cache-dir"},
 		{"bad request limit", []string{"stdio", "--request-limit", "huge"}, standardEnv(), "--request-limit"},
 		{"negative request limit", []string{"stdio", "--request-limit", "-1"}, standardEnv(), "--request-limit"},
@@ -526,6 +568,9 @@ func TestParseConfigUsageErrors(t *testing.T) {
 		{"zero max sessions", []string{"stdio", "--max-sessions", "0"}, standardEnv(), "--max-sessions"},
 		{"negative max sessions", []string{"stdio", "--max-sessions", "-3"}, standardEnv(), "--max-sessions"},
 		{"max sessions not a number", []string{"stdio", "--max-sessions", "few"}, standardEnv(), "--max-sessions"},
+		{"negative session idle cpu", []string{"stdio", "--session-idle-cpu", "-0.1"}, standardEnv(), "--session-idle-cpu"},
+		{"session idle cpu not a number", []string{"stdio", "--session-idle-cpu", "10%"}, standardEnv(), "--session-idle-cpu"},
+		{"session idle cpu NaN", []string{"stdio", "--session-idle-cpu", "NaN"}, standardEnv(), "--session-idle-cpu"},
 		{"bad files bool from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_FILES": "off"}), "MCP_RUN_PYTHON_FILES"},
 		{"zero files limit", []string{"stdio", "--files-limit", "0"}, standardEnv(), "--files-limit"},
 		{"negative files limit", []string{"stdio", "--files-limit", "-32MiB"}, standardEnv(), "--files-limit"},
@@ -539,9 +584,16 @@ func TestParseConfigUsageErrors(t *testing.T) {
 		{"prune with a server mode", []string{"stdio", "--prune"}, standardEnv(), "--prune is for the cache mode"},
 		{"prune with warmup", []string{"--prune", "warmup"}, standardEnv(), "--prune is for the cache mode"},
 		{"prune with an argument", []string{"cache", "--prune", "all"}, standardEnv(), "expected one mode"},
+		{"fetch nothing", []string{"fetch"}, standardEnv(), "fetch needs the packages to fetch"},
+		{"mirror with a server mode", []string{"stdio", "--mirror", "mirror"}, standardEnv(), "--mirror is for the fetch mode, not stdio"},
+		{"fetch a bad requirement", []string{"fetch", "numpy>>2"}, standardEnv(), "fetch: "},
+		{"fetch with TLS", []string{"fetch", "numpy", "--tls-cert", "c.pem", "--tls-key", "k.pem"}, standardEnv(), "not fetch"},
 		{"TLS with the cache mode", []string{"cache", "--tls-cert", "c.pem", "--tls-key", "k.pem"}, standardEnv(), "not cache"},
 		{"malformed files store limit", []string{"stdio", "--files-store-limit", "1 TiB of disk"}, standardEnv(), "--files-store-limit"},
 		{"files store limit below the files limit", []string{"stdio", "--files-store-limit", "16MiB"}, standardEnv(), "below --files-limit (32 MiB)"},
+		{"files kept per principal below the files limit", []string{"stdio", "--files-store-limit-per-principal", "16MiB"}, standardEnv(),
+			"--files-store-limit-per-principal: below --files-limit (32 MiB)"},
+		{"no files kept", []string{"stdio", "--max-files", "0"}, standardEnv(), "--max-files"},
 		{"files limit from env above the files store limit", []string{"stdio"},
 			withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_FILES_LIMIT": "2GiB"}), "below MCP_RUN_PYTHON_FILES_LIMIT"},
 		{"negative image limit", []string{"stdio", "--image-limit", "-1"}, standardEnv(), "--image-limit"},
@@ -572,11 +624,11 @@ func TestParseConfigUsageErrors(t *testing.T) {
 func TestUsageTextListsEveryFlagAndMode(t *testing.T) {
 	text := Usage()
 	for _, want := range []string{
-		"--port", "--host", "--return-mode", "--deps", "--disable-networking", "--allow-net", "--version", "-h, --help",
+		"--port", "--host", "--return-mode", "--deps", "--disable-networking", "--allow-net", "--allow-private-net", "--version", "-h, --help",
 		"--workers", "--timeout", "--memory-limit", "--output-limit", "--deno", "--cache-dir", "--log-level",
 		"--warm", "--queue", "--queue-timeout", "--code-limit", "--grace", "--shutdown-timeout",
 		"--request-limit", "--read-timeout", "--max-connections", "--max-mcp-sessions", "--mcp-session-idle", "--allow-origin",
-		"--tool-schema", "--sessions", "--session-idle", "--max-sessions", "--files ", "--files-limit", "--files-ttl",
+		"--tool-schema", "--sessions", "--session-idle", "--max-sessions", "--session-idle-cpu", "--files ", "--files-limit", "--files-ttl",
 		"--files-store-limit", "--image-limit", "--mount HOST:SANDBOX[:ro|rw]", "--mount-limit", "--mount-files",
 		"--cache-limit", `(default "4GiB")`, "--prune", "  cache  ",
 		"MCP protocol sessions", "MCP_RUN_PYTHON_MOUNT, one a line",

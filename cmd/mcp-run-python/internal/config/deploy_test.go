@@ -6,9 +6,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/mcp-run-python/mcp-run-python/supervisor"
 )
 
 // TestServiceDefinitions checks the service definitions in deploy/ against
@@ -42,6 +45,25 @@ func TestServiceDefinitions(t *testing.T) {
 		}
 		for _, v := range variables {
 			checkVariable(file, v[1])
+		}
+		// The settings commented out are the defaults, as the unit says:
+		// each, set, changes nothing.
+		parse := func(vars map[string]string) Config {
+			t.Helper()
+			cfg, err := Parse([]string{"streamable_http"}, withVars(standardEnv(), vars).environment())
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			if cfg.Supervisor.Queue == 0 { // the supervisor's default
+				cfg.Supervisor.Queue = supervisor.DefaultQueuePerWorker * cfg.Supervisor.Workers
+			}
+			return cfg
+		}
+		defaults := parse(nil)
+		for _, v := range regexp.MustCompile(`(?m)^#Environment=(`+envPrefix+`[A-Z_]+)=(.*)$`).FindAllStringSubmatch(string(data), -1) {
+			if got := parse(map[string]string{v[1]: v[2]}); !reflect.DeepEqual(got, defaults) {
+				t.Errorf("%s gives %s=%s as a default, but it is not the default", file, v[1], v[2])
+			}
 		}
 		exec := regexp.MustCompile(`(?m)^ExecStart=\S+ (\S+)$`).FindStringSubmatch(string(data))
 		if exec == nil {

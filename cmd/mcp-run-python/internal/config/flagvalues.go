@@ -69,6 +69,55 @@ func (f *intFlag) rangeError() error {
 func (f *intFlag) String() string { return strconv.Itoa(*f.p) }
 func (f *intFlag) Type() string   { return "int" }
 
+// portFlag is a TCP port, 0 to 65535, that also reads a number as Python's
+// int() did for the PyPI release's --port: 08080 is decimal, not octal, and
+// spaces around it are ignored.
+type portFlag struct{ intFlag }
+
+// newPortFlag returns a portFlag for *p, set to def.
+func newPortFlag(p *int, def int) *portFlag {
+	return &portFlag{*newIntFlag(p, def, 0, math.MaxUint16)}
+}
+
+func (f *portFlag) Set(s string) error {
+	s = strings.TrimSpace(s)
+	sign := ""
+	if strings.HasPrefix(s, "+") || strings.HasPrefix(s, "-") {
+		sign, s = s[:1], s[1:]
+	}
+	for len(s) > 1 && s[0] == '0' && '0' <= s[1] && s[1] <= '9' {
+		s = s[1:] // a leading zero would make strconv read octal
+	}
+	return f.intFlag.Set(sign + s)
+}
+
+// coresFlag is a share of CPU cores, such as 0.1 or 2: a number of 0 or
+// more.
+type coresFlag struct{ p *float64 }
+
+// newCoresFlag returns a coresFlag for *p, set to def.
+func newCoresFlag(p *float64, def float64) *coresFlag {
+	*p = def
+	return &coresFlag{p: p}
+}
+
+func (f *coresFlag) Set(s string) error {
+	n, err := strconv.ParseFloat(s, 64)
+	switch {
+	case err != nil && errors.Is(err, strconv.ErrSyntax):
+		return errors.New("not a number of cores such as 0.1")
+	case err != nil, math.IsNaN(n), math.IsInf(n, 0):
+		return errors.New("not a finite number")
+	case n < 0:
+		return errors.New("must not be negative")
+	}
+	*f.p = n
+	return nil
+}
+
+func (f *coresFlag) String() string { return strconv.FormatFloat(*f.p, 'g', -1, 64) }
+func (f *coresFlag) Type() string   { return "cores" }
+
 // durationFlag is a Go duration such as 30s or 1m30s, positive, or also 0
 // when zeroOK.
 type durationFlag struct {

@@ -488,6 +488,7 @@ func TestFlagUsageTypesAndDefaults(t *testing.T) {
 		`--tool-schema string `, `(default "jsr")`,
 		"--session-idle duration ", "--files-ttl duration ",
 		"--max-sessions int ", "(default 4)",
+		"--session-idle-cpu cores ", "(default 0.1)",
 		"--files  ", "(default true)",
 		`--files-limit string `, `(default "32MiB")`,
 		`--files-store-limit string `, `(default "1GiB")`,

@@ -15,6 +15,7 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/linter"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
+	"github.com/moby/buildkit/frontend/dockerfile/shell"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -1101,34 +1102,86 @@ func programArgs(cmdline, program string) []string {
 	return nil
 }
 
-// warmup returns what the image's warmup RUN parses to: it must run as the
-// image's user, so that the server owns the cache it writes.
-func (d dockerfile) warmup(t *testing.T) Config {
+// programRun is a RUN of the image's stage that runs the program.
+type programRun struct {
+	cfg  Config // what its arguments parse to
+	user string // the USER it runs as
+}
+
+// programRuns returns the RUNs of the image's stage that run the program,
+// in order, with the stage's build arguments expanded (their defaults) as
+// the shell does.
+func (d dockerfile) programRuns(t *testing.T) []programRun {
 	t.Helper()
 	program := d.entrypoint(t)
-	uid, _ := d.user(t)
+	var runs []programRun
 	user := ""
+	buildArgs := map[string]string{}
 	for _, cmd := range d.final().Commands {
 		switch c := cmd.(type) {
 		case *instructions.UserCommand:
 			user = c.User
+		case *instructions.ArgCommand:
+			for _, kv := range c.Args {
+				// BuildKit removes the quotes of a default as it builds.
+				v, _, err := shell.NewLex('\\').ProcessWord(kv.ValueString(), shell.EnvsFromSlice(nil))
+				if err != nil {
+					t.Fatalf("Dockerfile: ARG %s: %v", kv.Key, err)
+				}
+				buildArgs[kv.Key] = v
+			}
 		case *instructions.RunCommand:
-			args := programArgs(strings.Join(c.CmdLine, " "), program)
-			if args == nil {
-				continue
+			line := os.Expand(strings.Join(c.CmdLine, " "), func(name string) string { return buildArgs[name] })
+			if args := programArgs(line, program); args != nil {
+				runs = append(runs, programRun{cfg: parseContainer(t, "Dockerfile RUN", args, d.env), user: user})
 			}
-			cfg := parseContainer(t, "Dockerfile RUN", args, d.env)
-			if cfg.Mode != ModeWarmup {
-				continue
-			}
-			if u, _, _ := strings.Cut(user, ":"); u != strconv.FormatInt(uid, 10) {
-				t.Errorf("Dockerfile: warmup runs as user %q, not the image's %d: the server could not write its cache", user, uid)
-			}
-			return cfg
 		}
 	}
-	t.Fatalf("Dockerfile: the image's stage runs no `%s warmup`", filepath.Base(program))
+	return runs
+}
+
+// warmup returns what the image's warmup RUN parses to: it must run as the
+// image's user, so that the server owns the cache it writes.
+func (d dockerfile) warmup(t *testing.T) Config {
+	t.Helper()
+	uid, _ := d.user(t)
+	for _, r := range d.programRuns(t) {
+		if r.cfg.Mode != ModeWarmup {
+			continue
+		}
+		if u, _, _ := strings.Cut(r.user, ":"); u != strconv.FormatInt(uid, 10) {
+			t.Errorf("Dockerfile: warmup runs as user %q, not the image's %d: the server could not write its cache", r.user, uid)
+		}
+		return r.cfg
+	}
+	t.Fatalf("Dockerfile: the image's stage runs no `%s warmup`", filepath.Base(d.entrypoint(t)))
 	return Config{}
+}
+
+// TestDockerfileFetch: by default the image carries numpy and pandas in
+// the package cache the server uses, fetched as its user after warmup, so
+// that a server behind a firewall installs them.
+func TestDockerfileFetch(t *testing.T) {
+	img := loadDockerfile(t)
+	uid, _ := img.user(t)
+	warm := img.warmup(t)
+	var fetch *programRun
+	for _, r := range img.programRuns(t) {
+		if r.cfg.Mode == ModeFetch {
+			fetch = &r
+		}
+	}
+	switch {
+	case fetch == nil:
+		t.Fatal("Dockerfile: the image's stage runs no fetch")
+	case !slices.Equal(fetch.cfg.Fetch, []string{"numpy", "pandas"}):
+		t.Errorf("Dockerfile: fetch gets %q by default, want numpy and pandas", fetch.cfg.Fetch)
+	case fetch.cfg.Supervisor.CacheDir != warm.Supervisor.CacheDir:
+		t.Errorf("Dockerfile: fetch fills %s, but warmup %s", fetch.cfg.Supervisor.CacheDir, warm.Supervisor.CacheDir)
+	}
+	if u, _, _ := strings.Cut(fetch.user, ":"); u != strconv.FormatInt(uid, 10) {
+		t.Errorf("Dockerfile: fetch runs as user %q, not the image's %d: the server could not use its files", fetch.user, uid)
+	}
 }
 
 // cacheDir is the cache that warmup filled in the image.

@@ -34,6 +34,12 @@ type Config struct {
 	// MaxFiles caps their number, as empty files cost memory and inodes
 	// though no bytes; 0 means 10000.
 	MaxFiles int
+	// MaxBytesPerOwner and MaxFilesPerOwner, when above 0, cap what one
+	// owner keeps, so that one caller cannot fill the store, whose
+	// sessions' files are never evicted. The owner "" (callers the server
+	// cannot tell apart) has only the store's caps.
+	MaxBytesPerOwner int64
+	MaxFilesPerOwner int
 	// TTL is how long a call's files are kept.
 	TTL time.Duration
 	// Now is the clock; nil means time.Now.
@@ -79,7 +85,15 @@ type Store struct {
 	count  int
 	// callBytes is the part of bytes that call files hold.
 	callBytes int64
-	closed    bool
+	// owners is what each owner keeps.
+	owners map[string]*usage
+	closed bool
+}
+
+// usage is what an owner keeps.
+type usage struct {
+	bytes int64
+	files int
 }
 
 // scopeFiles are a scope's files, which only their owner may see.
@@ -114,6 +128,8 @@ func Open(cfg Config, log *zap.Logger) (*Store, error) {
 		return nil, fmt.Errorf("file store: the size cap must be positive, not %d", cfg.MaxBytes)
 	case cfg.MaxFiles < 0:
 		return nil, fmt.Errorf("file store: the file count cap must not be negative, not %d", cfg.MaxFiles)
+	case cfg.MaxBytesPerOwner < 0 || cfg.MaxFilesPerOwner < 0:
+		return nil, fmt.Errorf("file store: the caps per owner must not be negative, not %d bytes and %d files", cfg.MaxBytesPerOwner, cfg.MaxFilesPerOwner)
 	case cfg.TTL <= 0:
 		return nil, fmt.Errorf("file store: the TTL must be positive, not %s", cfg.TTL)
 	}
@@ -136,7 +152,7 @@ func Open(cfg Config, log *zap.Logger) (*Store, error) {
 	} else if !ok {
 		return nil, fmt.Errorf("file store: %s: %w", cfg.Dir, errInUse)
 	}
-	s := &Store{cfg: cfg, log: log, lock: lock, scopes: map[Scope]*scopeFiles{}, calls: list.New()}
+	s := &Store{cfg: cfg, log: log, lock: lock, scopes: map[Scope]*scopeFiles{}, calls: list.New(), owners: map[string]*usage{}}
 	if err := s.removeAll(); err != nil {
 		log.Warn("cannot remove the files an earlier run left", zap.String("dir", cfg.Dir), zap.Error(err))
 	}
@@ -169,9 +185,9 @@ func OpenFree(parent string, cfg Config, log *zap.Logger) (*Store, error) {
 // Put keeps data as the file at path p of scope, for owner, an opaque name
 // of who may Get it. A file already at p is replaced. When the file does
 // not fit, expired files go first, then the oldest files of calls other
-// than scope; a session's files never go. If it still does not fit, Put
-// keeps nothing and its error, which says the file's size and the cap,
-// wraps ErrFull.
+// than scope: owner's own when it is past its caps, anyone's when the
+// store is; a session's files never go. If it still does not fit, Put
+// keeps nothing and its error, which names the cap, wraps ErrFull.
 func (s *Store) Put(owner string, scope Scope, p string, data []byte) (Entry, error) {
 	if !scope.valid() {
 		return Entry{}, fmt.Errorf("invalid scope id %q", scope.id)
@@ -196,7 +212,7 @@ func (s *Store) Put(owner string, scope Scope, p string, data []byte) (Entry, er
 		}
 	}
 	now := s.cfg.Now()
-	if err := s.makeRoom(scope, size, now); err != nil {
+	if err := s.makeRoom(owner, scope, size, now); err != nil {
 		return Entry{}, err
 	}
 	f := &file{
@@ -237,6 +253,19 @@ func (s *Store) Get(owner, uri string) (Entry, []byte, error) {
 		return Entry{}, nil, ErrNotFound
 	}
 	return f.Entry, data, nil
+}
+
+// Has reports whether Get would find a file at uri for owner, without
+// reading it.
+func (s *Store) Has(owner, uri string) bool {
+	scope, p, ok := parseURI(uri)
+	if !ok {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sf := s.visible(owner, scope)
+	return sf != nil && sf.files[p] != nil
 }
 
 // List is the files of scope that owner put and that have not expired,
@@ -304,6 +333,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	clear(s.scopes)
+	clear(s.owners)
 	s.calls.Init()
 	s.bytes, s.callBytes, s.count = 0, 0, 0
 	err := s.removeAll()
@@ -327,31 +357,60 @@ func (s *Store) visible(owner string, scope Scope) *scopeFiles {
 	return sf
 }
 
-// makeRoom evicts files until one of size fits in the caps, keeping
-// scope's own: the result of a call must not link to files that its later
-// files pushed out. It evicts nothing unless that makes room.
-func (s *Store) makeRoom(scope Scope, size int64, now time.Time) error {
-	if s.fits(size, 0, 0) {
+// makeRoom evicts files until one of size fits in owner's caps and the
+// store's, keeping scope's own: the result of a call must not link to files
+// that its later files pushed out. It evicts nothing unless that makes
+// room.
+func (s *Store) makeRoom(owner string, scope Scope, size int64, now time.Time) error {
+	if s.ownerFits(owner, size, usage{}) && s.fits(size, usage{}) {
 		return nil
 	}
 	s.expire(now)
-	evictBytes, evictFiles := s.callBytes, s.calls.Len()
-	if sf := s.scopes[scope]; sf != nil && scope.call {
-		evictBytes -= sf.bytes
-		evictFiles -= len(sf.files)
-	}
-	if !s.fits(size, evictBytes, evictFiles) {
-		if s.count-evictFiles >= s.cfg.MaxFiles {
-			return fmt.Errorf("%w: the cap of %d files is reached", ErrFull, s.cfg.MaxFiles)
+	// An owner past its caps makes room among its own files only.
+	mine := func(f *file) bool { return s.scopes[f.scope].owner == owner }
+	if free := s.evictable(scope, mine); !s.ownerFits(owner, size, free) {
+		u := s.used(owner)
+		if s.cfg.MaxFilesPerOwner > 0 && u.files-free.files >= s.cfg.MaxFilesPerOwner {
+			return fmt.Errorf("%w: you keep the %d files one caller may keep (--max-files-per-principal); a session's files go when it ends", ErrFull, s.cfg.MaxFilesPerOwner)
 		}
-		return fmt.Errorf("%w: a %s file does not fit in the %s cap, of which %s is in use",
-			ErrFull, humanize.IBytes(uint64(size)), humanize.IBytes(uint64(s.cfg.MaxBytes)), humanize.IBytes(uint64(s.bytes-evictBytes)))
+		return fmt.Errorf("%w: a %s file does not fit in the %s one caller may keep (--files-store-limit-per-principal), of which you use %s; a session's files go when it ends",
+			ErrFull, humanize.IBytes(uint64(size)), humanize.IBytes(uint64(s.cfg.MaxBytesPerOwner)), humanize.IBytes(uint64(u.bytes-free.bytes)))
 	}
+	anyone := func(*file) bool { return true }
+	if free := s.evictable(scope, anyone); !s.fits(size, free) {
+		if s.count-free.files >= s.cfg.MaxFiles {
+			return fmt.Errorf("%w: the server keeps its maximum of %d files (--max-files)", ErrFull, s.cfg.MaxFiles)
+		}
+		return fmt.Errorf("%w: a %s file does not fit in the %s cap (--files-store-limit), of which %s is in use",
+			ErrFull, humanize.IBytes(uint64(size)), humanize.IBytes(uint64(s.cfg.MaxBytes)), humanize.IBytes(uint64(s.bytes-free.bytes)))
+	}
+	// Both can be met: the owner's files first, then anyone's.
+	s.evict(scope, mine, func() bool { return s.ownerFits(owner, size, usage{}) }, size)
+	s.evict(scope, anyone, func() bool { return s.fits(size, usage{}) }, size)
+	return nil
+}
+
+// evictable is what removing the calls' files that match would free,
+// scope's own excepted.
+func (s *Store) evictable(scope Scope, match func(*file) bool) usage {
+	var u usage
+	for e := s.calls.Front(); e != nil; e = e.Next() {
+		if f := e.Value.(*file); f.scope != scope && match(f) {
+			u.bytes += f.Size
+			u.files++
+		}
+	}
+	return u
+}
+
+// evict removes the calls' files that match, oldest first and scope's own
+// excepted, until done; there must be enough of them.
+func (s *Store) evict(scope Scope, match func(*file) bool, done func() bool, size int64) {
 	evicted := 0
-	for e := s.calls.Front(); !s.fits(size, 0, 0); {
+	for e := s.calls.Front(); e != nil && !done(); {
 		f := e.Value.(*file)
 		e = e.Next()
-		if f.scope != scope {
+		if f.scope != scope && match(f) {
 			s.remove(f)
 			evicted++
 		}
@@ -359,13 +418,31 @@ func (s *Store) makeRoom(scope Scope, size int64, now time.Time) error {
 	if evicted > 0 {
 		s.log.Debug("evicted calls' files to make room", zap.Int("files", evicted), zap.Int64("size", size))
 	}
-	return nil
 }
 
-// fits reports whether a file of size fits in the caps once files of
-// freeBytes and freeFiles in all are gone.
-func (s *Store) fits(size, freeBytes int64, freeFiles int) bool {
-	return s.bytes-freeBytes+size <= s.cfg.MaxBytes && s.count-freeFiles < s.cfg.MaxFiles
+// used is what owner keeps.
+func (s *Store) used(owner string) usage {
+	if u := s.owners[owner]; u != nil {
+		return *u
+	}
+	return usage{}
+}
+
+// fits reports whether a file of size fits in the store's caps once files
+// of free are gone.
+func (s *Store) fits(size int64, free usage) bool {
+	return s.bytes-free.bytes+size <= s.cfg.MaxBytes && s.count-free.files < s.cfg.MaxFiles
+}
+
+// ownerFits reports whether a file of size fits in owner's caps once files
+// of free are gone.
+func (s *Store) ownerFits(owner string, size int64, free usage) bool {
+	if owner == "" {
+		return true
+	}
+	u := s.used(owner)
+	return (s.cfg.MaxBytesPerOwner <= 0 || u.bytes-free.bytes+size <= s.cfg.MaxBytesPerOwner) &&
+		(s.cfg.MaxFilesPerOwner <= 0 || u.files-free.files < s.cfg.MaxFilesPerOwner)
 }
 
 // expire removes the calls' files that have expired.
@@ -390,6 +467,13 @@ func (s *Store) add(owner string, f *file, now time.Time) {
 	sf.bytes += f.Size
 	s.bytes += f.Size
 	s.count++
+	u := s.owners[sf.owner]
+	if u == nil {
+		u = &usage{}
+		s.owners[sf.owner] = u
+	}
+	u.bytes += f.Size
+	u.files++
 	if f.scope.call {
 		f.expires = now.Add(s.cfg.TTL)
 		f.elem = s.calls.PushBack(f)
@@ -407,6 +491,12 @@ func (s *Store) remove(f *file) {
 	sf.bytes -= f.Size
 	s.bytes -= f.Size
 	s.count--
+	if u := s.owners[sf.owner]; u != nil {
+		u.bytes -= f.Size
+		if u.files--; u.files <= 0 {
+			delete(s.owners, sf.owner)
+		}
+	}
 	if f.elem != nil {
 		s.calls.Remove(f.elem)
 		s.callBytes -= f.Size

@@ -256,7 +256,7 @@ func TestEviction(t *testing.T) {
 			name:     "a session's files never go",
 			steps:    []step{{0, "s1", "a", 60}, {1, "call1", "b", 30}, {1, "s2", "c", 10}},
 			last:     step{1, "call2", "d", 40},
-			wantErr:  "file store full: a 40 B file does not fit in the 100 B cap, of which 70 B is in use",
+			wantErr:  "file store full: a 40 B file does not fit in the 100 B cap (--files-store-limit), of which 70 B is in use",
 			wantKept: []string{"s1/a", "call1/b", "s2/c"},
 		},
 		{
@@ -269,7 +269,7 @@ func TestEviction(t *testing.T) {
 			name:     "a call's own files stay",
 			steps:    []step{{0, "call1", "a", 10}, {1, "call2", "b", 50}, {1, "call2", "c", 40}},
 			last:     step{1, "call2", "d", 20},
-			wantErr:  "file store full: a 20 B file does not fit in the 100 B cap, of which 90 B is in use",
+			wantErr:  "file store full: a 20 B file does not fit in the 100 B cap (--files-store-limit), of which 90 B is in use",
 			wantKept: []string{"call1/a", "call2/b", "call2/c"},
 		},
 		{
@@ -282,7 +282,7 @@ func TestEviction(t *testing.T) {
 			name:     "too large alone",
 			steps:    []step{{0, "call1", "a", 10}},
 			last:     step{1, "call2", "b", 101},
-			wantErr:  "file store full: a 101 B file does not fit in the 100 B cap, of which 0 B is in use",
+			wantErr:  "file store full: a 101 B file does not fit in the 100 B cap (--files-store-limit), of which 0 B is in use",
 			wantKept: []string{"call1/a"},
 		},
 		{
@@ -297,7 +297,7 @@ func TestEviction(t *testing.T) {
 			maxFiles: 2,
 			steps:    []step{{0, "s", "a", 0}, {1, "s", "b", 0}},
 			last:     step{1, "call1", "c", 0},
-			wantErr:  "file store full: the cap of 2 files is reached",
+			wantErr:  "file store full: the server keeps its maximum of 2 files (--max-files)",
 			wantKept: []string{"s/a", "s/b"},
 		},
 	}
@@ -340,6 +340,83 @@ func TestEviction(t *testing.T) {
 				sc := scope(st.scope)
 				if _, _, err := s.Get("o", sc.uri(st.path)); err == nil && !slices.Contains(kept, st.scope+"/"+st.path) {
 					kept = append(kept, st.scope+"/"+st.path)
+				}
+			}
+			if !slices.Equal(kept, tt.wantKept) {
+				t.Errorf("kept %v, want %v", kept, tt.wantKept)
+			}
+			onDisk(t, s)
+		})
+	}
+}
+
+// One owner cannot fill the store: past its own caps its files make room
+// among its own calls' files only, else Put fails naming the cap, while
+// other owners still keep theirs. The owner "" has the store's caps only.
+func TestCapsPerOwner(t *testing.T) {
+	type owned struct {
+		owner, scope, path string
+		size               int
+	}
+	tests := []struct {
+		name     string
+		steps    []owned
+		wantErr  string // of the last Put; "" if it must succeed
+		wantKept []string
+	}{
+		{
+			name:     "others still fit",
+			steps:    []owned{{"a", "s1", "x", 50}, {"b", "s2", "y", 50}},
+			wantKept: []string{"a/s1/x", "b/s2/y"},
+		},
+		{
+			name:     "an owner's sessions' bytes",
+			steps:    []owned{{"a", "s1", "x", 40}, {"a", "s2", "y", 20}},
+			wantErr:  "file store full: a 20 B file does not fit in the 50 B one caller may keep (--files-store-limit-per-principal), of which you use 40 B; a session's files go when it ends",
+			wantKept: []string{"a/s1/x"},
+		},
+		{
+			name:     "an owner's sessions' files, empty ones too",
+			steps:    []owned{{"a", "s1", "x", 0}, {"a", "s1", "y", 0}, {"a", "s1", "z", 0}, {"a", "s2", "w", 0}},
+			wantErr:  "file store full: you keep the 3 files one caller may keep (--max-files-per-principal); a session's files go when it ends",
+			wantKept: []string{"a/s1/x", "a/s1/y", "a/s1/z"},
+		},
+		{
+			name:     "an owner's calls' files make room for its own, not others'",
+			steps:    []owned{{"b", "call0", "v", 10}, {"a", "call1", "x", 30}, {"a", "s1", "y", 10}, {"a", "call2", "z", 30}},
+			wantKept: []string{"b/call0/v", "a/s1/y", "a/call2/z"},
+		},
+		{
+			name:     "no owner has only the store's caps",
+			steps:    []owned{{"", "s1", "x", 0}, {"", "s1", "y", 40}, {"", "s1", "z", 40}, {"", "s2", "w", 0}},
+			wantKept: []string{"/s1/x", "/s1/y", "/s1/z", "/s2/w"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, c := open(t, Config{MaxBytes: 100, MaxFiles: 10, MaxBytesPerOwner: 50, MaxFilesPerOwner: 3})
+			scopes := map[string]Scope{}
+			var err error
+			for _, st := range tt.steps {
+				if _, ok := scopes[st.scope]; !ok {
+					scopes[st.scope] = SessionScope(st.scope)
+					if strings.HasPrefix(st.scope, "call") {
+						scopes[st.scope] = NewCallScope()
+					}
+				}
+				c.advance(1)
+				_, err = s.Put(st.owner, scopes[st.scope], st.path, make([]byte, st.size))
+			}
+			if got := fmt.Sprint(err); tt.wantErr == "" && err != nil || tt.wantErr != "" && got != tt.wantErr {
+				t.Errorf("last Put: %v, want %q", err, tt.wantErr)
+			}
+			if tt.wantErr != "" && !errors.Is(err, ErrFull) {
+				t.Errorf("last Put: %v is not an ErrFull", err)
+			}
+			var kept []string
+			for _, st := range tt.steps {
+				if _, _, err := s.Get(st.owner, scopes[st.scope].uri(st.path)); err == nil {
+					kept = append(kept, st.owner+"/"+st.scope+"/"+st.path)
 				}
 			}
 			if !slices.Equal(kept, tt.wantKept) {

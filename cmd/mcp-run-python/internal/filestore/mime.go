@@ -41,11 +41,17 @@ var mimeTypes = map[string]string{
 // mimeType is the type of the file at path p holding data: by its extension
 // for common files, else by its first bytes. Clients decode what is sent as
 // an image, and some reject a whole conversation over one that is not what
-// it says, so an image's type is always the one its bytes show.
+// it says, so an image's type is always the one its bytes show. A type
+// found by sniffing is never HTML: a document a client may render, with
+// its scripts, is served as one only when its name says so; sniffed HTML
+// is served as the text it is.
 func mimeType(p string, data []byte) string {
 	t, ok := mimeTypes[strings.ToLower(path.Ext(p))]
 	if !ok || IsImage(t) {
 		t = http.DetectContentType(data)
+		if base, _, _ := strings.Cut(t, ";"); base == "text/html" {
+			t = "text/plain; charset=utf-8"
+		}
 	}
 	return t
 }

@@ -37,7 +37,10 @@ func TestMIMEType(t *testing.T) {
 		{"feed.xml", "<a/>", "application/xml"},
 		{"unknown.xyz", "plain words", "text/plain; charset=utf-8"},
 		{"blob", "\x00\x01\x02\x03", "application/octet-stream"},
-		{"dir.png/file", "<html><body>", "text/html; charset=utf-8"},
+		// Sniffed HTML is served as text: only a name says a file is HTML.
+		{"dir.png/file", "<html><body>", "text/plain; charset=utf-8"},
+		{"page.png", "<!DOCTYPE html><script>alert(1)</script>", "text/plain; charset=utf-8"},
+		{"noext", "<html><script>alert(1)</script>", "text/plain; charset=utf-8"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {

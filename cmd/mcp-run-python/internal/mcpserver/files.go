@@ -28,17 +28,25 @@ type fileResults struct {
 	log        *zap.Logger
 }
 
+// maxImages bounds the images one result shows inline: the frames that
+// bring them come from the sandbox, and each is up to --image-limit.
+const maxImages = 20
+
+// maxNamed bounds the names a note lists before it counts the rest, so
+// that a note stays one short line however many files a call brought.
+const maxNamed = 5
+
 // keep stores the files res brought in scope for owner, and returns them as
 // the render package lists them, and the content items that follow the
-// text. A file the store cannot keep, or an image too big to send inline,
-// is said in a last text item.
+// text. An SVG figure is stored and linked as SVG files are: it is a
+// document that may carry scripts, never image content. A file the store
+// cannot keep, an image too big to send inline or past maxImages, is said
+// in a last text item.
 func (f fileResults) keep(owner string, scope filestore.Scope, res supervisor.Result) ([]render.File, []mcp.Content) {
 	if f.store == nil {
 		return nil, nil
 	}
-	var kept []render.File
-	var content []mcp.Content
-	var notes []string
+	r := results{fileResults: f}
 	for _, file := range res.Files {
 		switch {
 		case file.Deleted:
@@ -47,33 +55,151 @@ func (f fileResults) keep(owner string, scope filestore.Scope, res supervisor.Re
 		case file.Omitted:
 			continue // the output already says so
 		}
-		e, err := f.store.Put(owner, scope, file.Path, file.Data)
-		if err != nil {
-			f.log.Warn("a file of a call was not kept", zap.String("path", file.Path), zap.Error(err))
-			notes = append(notes, fmt.Sprintf("%s was not kept: %v", file.Path, err))
+		e, ok := r.put(owner, scope, file.Path, file.Data)
+		if !ok {
 			continue
 		}
-		kept = append(kept, listed(e))
-		link := mcp.NewResourceLink(e.URI, e.Path, "a file the code wrote; resources/read returns it", e.MIMEType)
-		link.Size = &e.Size
-		content = append(content, link)
+		r.link(e, "a file the code wrote; resources/read returns it")
 		if filestore.IsImage(e.MIMEType) {
-			content, notes = f.image(content, notes, e.Path, e.MIMEType, file.Data)
+			r.image(e.Path, e.MIMEType, file.Data)
 		}
 	}
 	for i, fig := range res.Figures {
 		name := fmt.Sprintf("figure %d", i+1)
 		if !figureIs(fig.MIMEType, fig.Data) {
 			// The type is what the code's _repr_ method claimed.
-			notes = append(notes, fmt.Sprintf("%s is not shown: its bytes are not %s", name, fig.MIMEType))
+			r.misfits.add(fig.MIMEType, name)
 			continue
 		}
-		content, notes = f.image(content, notes, name, fig.MIMEType, fig.Data)
+		if fig.MIMEType == "image/svg+xml" {
+			if e, ok := r.put(owner, scope, fmt.Sprintf("%s/figure-%d.svg", figureDir, i+1), fig.Data); ok {
+				r.link(e, name+" of the code, as SVG; resources/read returns it")
+			}
+			continue
+		}
+		r.image(name, fig.MIMEType, fig.Data)
 	}
-	if len(notes) > 0 {
-		content = append(content, mcp.NewTextContent("["+strings.Join(notes, "; ")+"]"))
+	r.summarise()
+	if len(r.notes) > 0 {
+		r.content = append(r.content, mcp.NewTextContent("["+strings.Join(r.notes, "; ")+"]"))
 	}
-	return kept, content
+	return r.kept, r.content
+}
+
+// figureDir is where SVG figures are stored, beside the call's files: a
+// hidden folder, which code seldom writes to itself.
+const figureDir = ".figures"
+
+// results collects the content of one call's files and figures.
+type results struct {
+	fileResults
+	kept    []render.File
+	content []mcp.Content
+	notes   []string
+	images  int
+	// unkept are the files the store refused, by why; misfits the
+	// figures whose bytes are not their type, by type; hidden counts the
+	// images past maxImages.
+	unkept, misfits grouped
+	hidden          int
+}
+
+// grouped are names by reason, the reasons in the order first seen.
+type grouped struct {
+	reasons []string
+	names   map[string][]string
+}
+
+func (g *grouped) add(reason, name string) {
+	if g.names == nil {
+		g.names = map[string][]string{}
+	}
+	if g.names[reason] == nil {
+		g.reasons = append(g.reasons, reason)
+	}
+	g.names[reason] = append(g.names[reason], name)
+}
+
+// notes are one note for each of the first maxNamed reasons, which note
+// makes of the names and the reason, and a count of the rest.
+func (g *grouped) notes(note func(names []string, reason string) string) []string {
+	var out []string
+	for i, why := range g.reasons {
+		if i == maxNamed {
+			out = append(out, fmt.Sprintf("and %d more for other reasons", len(g.reasons)-maxNamed))
+			break
+		}
+		out = append(out, note(g.names[why], why))
+	}
+	return out
+}
+
+// put stores a file, or counts it among those not kept.
+func (r *results) put(owner string, scope filestore.Scope, p string, data []byte) (filestore.Entry, bool) {
+	e, err := r.store.Put(owner, scope, p, data)
+	if err != nil {
+		r.unkept.add(err.Error(), p)
+		return filestore.Entry{}, false
+	}
+	r.kept = append(r.kept, listed(e))
+	return e, true
+}
+
+// link adds the resource_link of a stored file.
+func (r *results) link(e filestore.Entry, description string) {
+	link := mcp.NewResourceLink(e.URI, e.Path, description, e.MIMEType)
+	link.Size = &e.Size
+	r.content = append(r.content, link)
+}
+
+// image adds data as image content, or a note when it is past the limit of
+// size or of number.
+func (r *results) image(name, mimeType string, data []byte) {
+	if r.imageLimit > 0 && int64(len(data)) > r.imageLimit {
+		r.notes = append(r.notes, fmt.Sprintf("%s is not shown: it is %s, past the %s limit of images shown (--image-limit)",
+			name, humanize.IBytes(uint64(len(data))), humanize.IBytes(uint64(r.imageLimit))))
+		return
+	}
+	if r.images >= maxImages {
+		r.hidden++
+		return
+	}
+	r.images++
+	r.content = append(r.content, mcp.NewImageContent(base64.StdEncoding.EncodeToString(data), mimeType))
+}
+
+// summarise adds the notes that group: figures that are not what they
+// say, images past maxImages, and files not kept, logged once for the call.
+func (r *results) summarise() {
+	r.notes = append(r.notes, r.misfits.notes(func(names []string, mimeType string) string {
+		if len(names) == 1 {
+			return fmt.Sprintf("%s is not shown: its bytes are not %s", names[0], mimeType)
+		}
+		return fmt.Sprintf("%s are not shown: their bytes are not %s", some(names), mimeType)
+	})...)
+	if r.hidden > 0 {
+		r.notes = append(r.notes, fmt.Sprintf("%d more images are not shown: a result shows at most %d", r.hidden, maxImages))
+	}
+	if len(r.unkept.reasons) == 0 {
+		return
+	}
+	r.notes = append(r.notes, r.unkept.notes(func(paths []string, why string) string {
+		return fmt.Sprintf("%s not kept: %s", some(paths), why)
+	})...)
+	total := 0
+	for _, paths := range r.unkept.names {
+		total += len(paths)
+	}
+	first := r.unkept.reasons[0]
+	r.log.Warn("files of a call were not kept", zap.Int("files", total), zap.String("first", r.unkept.names[first][0]+": "+first))
+}
+
+// some names the first maxNamed items, and counts the rest.
+func some(items []string) string {
+	if len(items) <= maxNamed {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:maxNamed], ", "), len(items)-maxNamed)
 }
 
 // figureIs reports whether a figure's bytes are what its type says: as
@@ -92,18 +218,24 @@ func listed(e filestore.Entry) render.File {
 	return render.File{Path: e.Path, Size: e.Size, MIMEType: e.MIMEType, URI: e.URI}
 }
 
-// image adds data as image content, or a note when it is past the limit.
-func (f fileResults) image(content []mcp.Content, notes []string, name, mimeType string, data []byte) ([]mcp.Content, []string) {
-	if f.imageLimit > 0 && int64(len(data)) > f.imageLimit {
-		return content, append(notes, fmt.Sprintf("%s is not shown: it is %s, past the %s limit of images shown (--image-limit)",
-			name, humanize.IBytes(uint64(len(data))), humanize.IBytes(uint64(f.imageLimit))))
-	}
-	return append(content, mcp.NewImageContent(base64.StdEncoding.EncodeToString(data), mimeType)), notes
-}
+// notYours starts the URI of a resources/read that mcp-go is made to
+// answer as it answers a URI no template matches.
+const notYours = "no file of yours at "
 
 // addFileResources serves the stored files: session://{id}/{path} for the
 // files of Python sessions, call://{id}/{path} for those of fresh calls.
-func addFileResources(s *server.MCPServer, store *filestore.Store, owners owners) {
+func addFileResources(s *server.MCPServer, hooks *server.Hooks, store *filestore.Store, owners owners) {
+	// A URI at which the caller has no file (unknown, expired, or another
+	// owner's) gets the error of an unknown resource, RESOURCE_NOT_FOUND
+	// (-32002; INVALID_PARAMS from 2026-07-28), rather than the internal
+	// error that mcp-go makes of every error a handler returns. mcp-go
+	// answers so only for a URI that no template matches: such a request
+	// is given one, which its message shows.
+	hooks.AddBeforeReadResource(func(ctx context.Context, _ any, req *mcp.ReadResourceRequest) {
+		if !store.Has(owners.of(ctx), req.Params.URI) {
+			req.Params.URI = notYours + req.Params.URI
+		}
+	})
 	read := func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 		e, data, err := store.Get(owners.of(ctx), req.Params.URI)
 		if err != nil {

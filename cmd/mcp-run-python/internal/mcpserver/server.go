@@ -92,7 +92,7 @@ func New(o Options, perSession bool, hooks *server.Hooks) *server.MCPServer {
 	if o.Sessions != nil && perSession {
 		// Python sessions end with the MCP session that made them.
 		hooks.AddOnUnregisterSession(func(_ context.Context, session server.ClientSession) {
-			o.Sessions.CloseOwner(session.SessionID())
+			o.Sessions.CloseMCPSession(session.SessionID())
 		})
 	}
 	ts := tools(o, levels, owners)
@@ -112,7 +112,7 @@ func New(o Options, perSession bool, hooks *server.Hooks) *server.MCPServer {
 		s.AddTool(t.def, t.handle)
 	}
 	if o.Files != nil {
-		addFileResources(s, o.Files, owners)
+		addFileResources(s, hooks, o.Files, owners)
 	}
 	return s
 }
@@ -120,20 +120,28 @@ func New(o Options, perSession bool, hooks *server.Hooks) *server.MCPServer {
 // owners says whose a request's Python sessions and files are.
 type owners struct{ perSession bool }
 
-// of is the owner of the request in ctx: its MCP session ("stdio" over
-// stdio), or "" where the id of a session or file is its own capability:
-// the stateless transport, whose clients can claim any session id, and
-// clients of the 2026-07-28 protocol, which have none. Where callers
-// authenticate, the latter are owned by the request's principal instead; an
-// MCP session is its principal's alone already (the transport sees to it).
+// of is the owner of the request in ctx, the most precise name of its
+// caller that the server has: its principal where callers authenticate,
+// whatever the transport and protocol; else its MCP session ("stdio" over
+// stdio); else "", where the id of a session or file is its own
+// capability: the stateless transport, whose clients can claim any session
+// id, and clients of the 2026-07-28 protocol, whose MCP session has the
+// id "" (so that it must never be an owner).
 func (o owners) of(ctx context.Context) string {
+	if p, ok := auth.PrincipalFrom(ctx); ok {
+		return string(p)
+	}
+	return o.mcpSession(ctx)
+}
+
+// mcpSession is the id of the request's MCP session, "" for none.
+func (o owners) mcpSession(ctx context.Context) string {
 	if o.perSession {
 		if s := server.ClientSessionFromContext(ctx); s != nil {
 			return s.SessionID()
 		}
 	}
-	p, _ := auth.PrincipalFrom(ctx)
-	return string(p)
+	return ""
 }
 
 // describeTools sets the descriptions that depend on the runtime on the

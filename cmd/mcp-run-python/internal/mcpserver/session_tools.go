@@ -56,7 +56,7 @@ func (h sessionHandler) create(ctx context.Context, _ mcp.CallToolRequest) (*mcp
 		return mcp.NewToolResultError(err.Error()), nil
 	}
 	defer leave()
-	id, err := h.registry.Create(ctx, h.owners.of(ctx))
+	id, err := h.registry.Create(ctx, h.owners.of(ctx), h.owners.mcpSession(ctx))
 	if err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
 	}

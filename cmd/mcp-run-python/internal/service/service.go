@@ -1,5 +1,13 @@
-// Package service runs the program as a Windows service when the Service
-// Control Manager starts it; elsewhere Run does nothing.
+// Package service installs the program as a service of the system's service
+// manager (systemd, launchd, the Windows Service Control Manager) through
+// github.com/kardianos/service, with units it renders itself (unit.go), and
+// runs the program as a Windows service when the Service Control Manager
+// starts it; elsewhere Run does nothing.
+//
+// Run is this package's own rather than kardianos/service's: that one
+// neither reports progress during a long graceful stop nor notices a
+// program that ends on its own, and it always reports exit code 0, so the
+// restart after an exit with an error would never happen.
 //
 // The life cycle of the program as a service lives in this file, in terms
 // of the Service Control Manager's own numbers rather than

@@ -4,12 +4,14 @@
 // reach it.
 //
 // A session id is a capability: 130 random bits. Each session also has an
-// owner, the client that made it (over stdio the one client; over HTTP its
-// MCP session, or its principal once there is authentication). A call from
-// anyone else gets the answer an unknown id gets, so an id that leaks to
-// another client tells it nothing. An owner of "" means that the id alone
-// is the capability: clients of the 2026-07-28 protocol, which has no
-// protocol sessions, on a server without authentication.
+// owner, who made it: the principal where callers authenticate, else the
+// client (over stdio the one client; over HTTP its MCP session). A call
+// from anyone else gets the answer an unknown id gets, so an id that leaks
+// to another client tells it nothing. An owner of "" means that the id
+// alone is the capability: the stateless transport and clients of the
+// 2026-07-28 protocol, which have no MCP session, on a server without
+// authentication. A session also ends with the MCP session that made it,
+// whoever owns it.
 package sessions
 
 import (
@@ -33,6 +35,14 @@ type Interpreter interface {
 	Close()
 }
 
+// losable is an Interpreter that can be lost between calls, as a
+// *supervisor.Session is when its worker passes a limit or dies: Done is
+// closed when it ends, and Err then says why it was lost (nil: closed).
+type losable interface {
+	Done() <-chan struct{}
+	Err() error
+}
+
 // Starter starts an interpreter for a new session.
 type Starter func(ctx context.Context) (Interpreter, error)
 
@@ -43,6 +53,10 @@ type Config struct {
 	// Max is how many sessions may live at once, all owners together:
 	// each holds a worker and its memory.
 	Max int
+	// MaxPerOwner, when above 0, is how many of them one owner may hold,
+	// so that one caller cannot take them all. The owner "" (callers the
+	// server cannot tell apart) has only Max.
+	MaxPerOwner int
 	// OnEnd, if not nil, is called with the id of each session that ends,
 	// however it ends, to free what belongs to it (its files).
 	OnEnd func(id string)
@@ -68,17 +82,20 @@ type Registry struct {
 	mu       sync.Mutex
 	live     map[string]*session
 	starting int // slots taken by sessions whose interpreter is starting
-	closed   bool
+	// held counts each owner's live and starting sessions.
+	held   map[string]int
+	closed bool
 	// ended remembers why recent sessions ended, by id. Bounded in number
 	// and age: past either, an ended id is merely unknown.
 	ended *expirable.LRU[string, ending]
 }
 
 type session struct {
-	id, owner string
-	in        Interpreter
-	busy      int         // calls running
-	timer     *time.Timer // ends the session when idle
+	id, owner  string
+	mcpSession string // the MCP session that made it, whose end ends it; "" for none
+	in         Interpreter
+	busy       int         // calls running
+	timer      *time.Timer // ends the session when idle
 }
 
 type ending struct {
@@ -99,12 +116,14 @@ func New(cfg Config, start Starter, log *zap.Logger) *Registry {
 		start: start,
 		log:   log,
 		live:  map[string]*session{},
+		held:  map[string]int{},
 		ended: expirable.NewLRU[string, ending](maxEnded, nil, endedTTL),
 	}
 }
 
-// Create starts a session for owner and returns its id.
-func (r *Registry) Create(ctx context.Context, owner string) (string, error) {
+// Create starts a session for owner, made in mcpSession ("" for none),
+// and returns its id.
+func (r *Registry) Create(ctx context.Context, owner, mcpSession string) (string, error) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -114,7 +133,12 @@ func (r *Registry) Create(ctx context.Context, owner string) (string, error) {
 		r.mu.Unlock()
 		return "", fmt.Errorf("%w: cannot create a session: the server already runs its maximum of %d (--max-sessions); close one with close_session, or wait for an idle one to expire", ErrTooMany, r.cfg.Max)
 	}
+	if owner != "" && r.cfg.MaxPerOwner > 0 && r.held[owner] >= r.cfg.MaxPerOwner {
+		r.mu.Unlock()
+		return "", fmt.Errorf("%w: cannot create a session: you already hold the maximum of %d sessions one caller may hold (--max-sessions-per-principal); close one with close_session, or wait for an idle one to expire", ErrTooMany, r.cfg.MaxPerOwner)
+	}
 	r.starting++
+	r.held[owner]++
 	r.mu.Unlock()
 
 	in, err := r.start(ctx)
@@ -122,17 +146,37 @@ func (r *Registry) Create(ctx context.Context, owner string) (string, error) {
 	defer r.mu.Unlock()
 	r.starting--
 	if err != nil {
+		r.release(owner)
 		return "", fmt.Errorf("cannot create a session: %w", err)
 	}
 	if r.closed {
+		r.release(owner)
 		in.Close()
 		return "", errors.New("cannot create a session: the server is shutting down")
 	}
 	// Lower case: a URI host (session://{id}/...) may be lowered on its way.
-	s := &session{id: strings.ToLower(rand.Text()), owner: owner, in: in}
+	s := &session{id: strings.ToLower(rand.Text()), owner: owner, mcpSession: mcpSession, in: in}
 	s.timer = time.AfterFunc(r.cfg.Idle, func() { r.expire(s) })
 	r.live[s.id] = s
+	if l, ok := in.(losable); ok {
+		go r.endWhenLost(s, l)
+	}
 	return s.id, nil
+}
+
+// endWhenLost ends s once its interpreter is lost, between calls too: its
+// slot and files are freed at once, and every later call naming it says
+// why.
+func (r *Registry) endWhenLost(s *session, l losable) {
+	<-l.Done()
+	if err := l.Err(); err != nil {
+		r.end(s, lostError(s.id, err))
+	}
+}
+
+// lostError is what the calls of session id get once its state was lost.
+func lostError(id string, why error) error {
+	return fmt.Errorf("%w: session %s: %w; create a new session with create_session", ErrLost, id, why)
 }
 
 // Run runs req in owner's session id. A session whose state was lost ends,
@@ -151,7 +195,7 @@ func (r *Registry) Run(ctx context.Context, owner, id string, req supervisor.Req
 	r.mu.Unlock()
 	switch {
 	case errors.Is(err, supervisor.ErrSessionLost):
-		err = fmt.Errorf("%w: session %s: %w; create a new session with create_session", ErrLost, id, err)
+		err = lostError(id, err)
 		r.end(s, err)
 	case res.SessionLost:
 		r.end(s, fmt.Errorf("%w: session %s lost its state: its worker was stopped during a call; create a new session with create_session", ErrLost, id))
@@ -221,12 +265,13 @@ func (r *Registry) Close(owner, id string) error {
 	return nil
 }
 
-// CloseOwner ends every session of owner: its MCP session ended.
-func (r *Registry) CloseOwner(owner string) {
+// CloseMCPSession ends every session made in the MCP session id, which
+// ended.
+func (r *Registry) CloseMCPSession(id string) {
 	r.mu.Lock()
 	var mine []*session
 	for _, s := range r.live {
-		if s.owner == owner && owner != "" {
+		if s.mcpSession == id && id != "" {
 			mine = append(mine, s)
 		}
 	}
@@ -254,6 +299,7 @@ func (r *Registry) end(s *session, why error) {
 		return
 	}
 	delete(r.live, s.id)
+	r.release(s.owner)
 	s.timer.Stop()
 	r.ended.Add(s.id, ending{owner: s.owner, why: why})
 	r.mu.Unlock()
@@ -264,6 +310,13 @@ func (r *Registry) end(s *session, why error) {
 	}
 	s.in.Close()
 	r.log.Debug("session ended", zap.String("session", s.id), zap.Error(why))
+}
+
+// release frees a session's place in its owner's count; r.mu is held.
+func (r *Registry) release(owner string) {
+	if r.held[owner]--; r.held[owner] <= 0 {
+		delete(r.held, owner)
+	}
 }
 
 // Idle is how long a session may go without a call.

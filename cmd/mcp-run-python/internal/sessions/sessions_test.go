@@ -67,9 +67,10 @@ func registry(t *testing.T, cfg Config, run func(context.Context, supervisor.Req
 		}
 }
 
+// create makes a session of owner in the MCP session of the same name.
 func create(t *testing.T, r *Registry, owner string) string {
 	t.Helper()
-	id, err := r.Create(context.Background(), owner)
+	id, err := r.Create(context.Background(), owner, owner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestCapNamesItself(t *testing.T) {
 	r, _, _ := registry(t, Config{Max: 2}, nil)
 	a := create(t, r, "a")
 	create(t, r, "b")
-	_, err := r.Create(context.Background(), "c")
+	_, err := r.Create(context.Background(), "c", "")
 	if !errors.Is(err, ErrTooMany) || !strings.Contains(err.Error(), "maximum of 2 (--max-sessions)") {
 		t.Fatalf("Create past the cap = %v", err)
 	}
@@ -146,6 +147,36 @@ func TestCapNamesItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	create(t, r, "c") // a slot is free again
+}
+
+// One owner cannot take every session: past its own cap it is told so,
+// while others still get theirs; sessions that end, or fail to start,
+// free their place. The owner "" is everyone the server cannot tell apart,
+// and has the server's cap only.
+func TestCapPerOwner(t *testing.T) {
+	r, _, _ := registry(t, Config{Max: 5, MaxPerOwner: 2}, nil)
+	a := create(t, r, "alice")
+	create(t, r, "alice")
+	_, err := r.Create(context.Background(), "alice", "")
+	if !errors.Is(err, ErrTooMany) || !strings.Contains(err.Error(), "maximum of 2 sessions one caller may hold (--max-sessions-per-principal)") {
+		t.Fatalf("Create past the cap of its owner = %v", err)
+	}
+	create(t, r, "bob")
+	create(t, r, "")
+	create(t, r, "")
+	if err := r.Close("alice", a); err != nil {
+		t.Fatal(err)
+	}
+	create(t, r, "alice") // her place is free again
+
+	failing := New(Config{Idle: time.Hour, Max: 5, MaxPerOwner: 1}, func(context.Context) (Interpreter, error) {
+		return nil, errors.New("no worker")
+	}, zap.NewNop())
+	for range 2 {
+		if _, err := failing.Create(context.Background(), "alice", ""); errors.Is(err, ErrTooMany) {
+			t.Errorf("a session that failed to start still counts: %v", err)
+		}
+	}
 }
 
 func TestIdleSessionsExpireButNotDuringACall(t *testing.T) {
@@ -210,23 +241,36 @@ func TestLostSessionsEnd(t *testing.T) {
 	}
 }
 
-func TestCloseOwnerAndShutdown(t *testing.T) {
-	r, made, _ := registry(t, Config{}, nil)
+func TestCloseMCPSessionAndShutdown(t *testing.T) {
+	r, made, _ := registry(t, Config{Max: 5}, nil)
 	a1, a2, b := create(t, r, "a"), create(t, r, "a"), create(t, r, "b")
-	r.CloseOwner("a")
-	for _, id := range []string{a1, a2} {
-		if err := r.Check("a", id); !errors.Is(err, ErrClosed) {
+	// The principal p owns sessions made in two MCP sessions.
+	p1, err := r.Create(context.Background(), "p", "m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := r.Create(context.Background(), "p", "m2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.CloseMCPSession("a")
+	r.CloseMCPSession("m1")
+	r.CloseMCPSession("")
+	for _, tt := range []struct{ owner, id string }{{"a", a1}, {"a", a2}, {"p", p1}} {
+		if err := r.Check(tt.owner, tt.id); !errors.Is(err, ErrClosed) {
 			t.Errorf("session of the ended MCP session: %v", err)
 		}
 	}
-	if err := r.Check("b", b); err != nil {
-		t.Errorf("another owner's session: %v", err)
+	for _, tt := range []struct{ owner, id string }{{"b", b}, {"p", p2}} {
+		if err := r.Check(tt.owner, tt.id); err != nil {
+			t.Errorf("a session of another MCP session: %v", err)
+		}
 	}
 	r.Shutdown()
 	if !made()[2].closed.Load() || r.Len() != 0 {
 		t.Error("Shutdown left a session")
 	}
-	if _, err := r.Create(context.Background(), "b"); err == nil {
+	if _, err := r.Create(context.Background(), "b", ""); err == nil {
 		t.Error("Create after Shutdown succeeded")
 	}
 }

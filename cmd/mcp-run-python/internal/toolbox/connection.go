@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -30,6 +29,7 @@ var errNotStarted = errors.New("not connected yet")
 type toolServer struct {
 	cfg   ServerConfig
 	log   *zap.Logger
+	guard *readGuard    // bounds the messages of each of its connections
 	first chan struct{} // closed once the first attempt to connect is over
 	// broken and relist wake the goroutine that owns the connection: the
 	// connection broke, or the tools may have changed.
@@ -48,10 +48,11 @@ type tool struct {
 	schema *jsonschema.Schema // nil when the input schema did not compile: arguments go unchecked
 }
 
-// newToolServer returns the server of cfg, down.
-func newToolServer(cfg ServerConfig, log *zap.Logger) *toolServer {
+// newToolServer returns the server of cfg, down, whose messages may be
+// messageLimit bytes (0: no bound).
+func newToolServer(cfg ServerConfig, log *zap.Logger, messageLimit int64) *toolServer {
 	return &toolServer{
-		cfg: cfg, log: log, err: errNotStarted,
+		cfg: cfg, log: log, err: errNotStarted, guard: &readGuard{limit: messageLimit},
 		first: make(chan struct{}), broken: make(chan struct{}, 1), relist: make(chan struct{}, 1),
 	}
 }
@@ -127,6 +128,13 @@ func (t *Toolbox) connect(s *toolServer) (*client.Client, []*tool, error) {
 			kick(s.relist)
 		}
 	})
+	c.OnConnectionLost(func(err error) {
+		// Only SSE calls this. Its calls would wait for answers that can no
+		// longer come, until their time limit: closing the client ends them.
+		if errors.Is(err, errMessageTooBig) {
+			s.drop(c, err)
+		}
+	})
 	if s.cfg.Transport == Stdio {
 		t.wg.Go(func() { t.watchStderr(s, c) })
 	}
@@ -152,19 +160,23 @@ func (t *Toolbox) dial(s *toolServer) (*client.Client, error) {
 	logger := slogzap.New(s.log)
 	var c *client.Client
 	var err error
+	// Every transport reads through s.guard: a message past its bound is
+	// never held whole.
 	switch cfg.Transport {
 	case Stdio:
-		command := func(ctx context.Context, command string, _, args []string) (*exec.Cmd, error) {
-			cmd := exec.CommandContext(ctx, command, args...)
-			cmd.Env = cfg.environ() // not ours: see inheritedEnv
-			return cmd, nil
+		var p *stdioProcess
+		if p, err = startStdio(cfg, s.guard, logger); err == nil {
+			if err = p.Start(context.Background()); err != nil {
+				_ = p.Close()
+			}
+			c = client.NewClient(p)
 		}
-		c, err = client.NewStdioMCPClientWithOptions(cfg.Command, nil, cfg.Args,
-			transport.WithCommandFunc(command), transport.WithCommandLogger(logger))
 	case SSE:
-		c, err = client.NewSSEMCPClient(cfg.URL, transport.WithHeaders(cfg.Headers), transport.WithSSELogger(logger))
+		c, err = client.NewSSEMCPClient(cfg.URL, transport.WithHeaders(cfg.Headers), transport.WithSSELogger(logger),
+			transport.WithHTTPClient(s.guard.httpClient()))
 	default:
-		c, err = client.NewStreamableHttpClient(cfg.URL, transport.WithHTTPHeaders(cfg.Headers), transport.WithHTTPLogger(logger))
+		c, err = client.NewStreamableHttpClient(cfg.URL, transport.WithHTTPHeaders(cfg.Headers), transport.WithHTTPLogger(logger),
+			transport.WithHTTPBasicClient(s.guard.httpClient()))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("start: %w", err)
@@ -352,10 +364,14 @@ func (s *toolServer) closeErr() error {
 	return s.stopErr
 }
 
-// specs returns the tools s listed last.
+// specs returns the tools s listed last; while s has listed none (it is down
+// since the start), an entry that says why.
 func (s *toolServer) specs() []supervisor.ToolSpec {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.tools == nil && s.client == nil {
+		return []supervisor.ToolSpec{{Server: s.cfg.Name, Down: s.downErrorLocked().Error()}}
+	}
 	out := make([]supervisor.ToolSpec, len(s.tools))
 	for i, tl := range s.tools {
 		out[i] = tl.spec

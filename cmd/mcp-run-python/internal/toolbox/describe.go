@@ -19,6 +19,9 @@ const maxSummary = 100
 // when all would not fit. It returns "" for no tools. The text depends on
 // tools only, not on their order.
 func Describe(tools []supervisor.ToolSpec, limit int) string {
+	// A server down since the start has no tools to list yet; the code
+	// learns why from the ToolError of a call.
+	tools = slices.DeleteFunc(slices.Clone(tools), func(t supervisor.ToolSpec) bool { return t.Down != "" })
 	if len(tools) == 0 {
 		return ""
 	}

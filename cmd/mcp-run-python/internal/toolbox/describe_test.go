@@ -29,6 +29,20 @@ func TestDescribe(t *testing.T) {
 		tools: nil,
 		want:  "",
 	}, {
+		name:  "only a server that is down",
+		tools: []supervisor.ToolSpec{{Server: "web", Down: "tool server web is not connected: refused; retrying"}},
+		want:  "",
+	}, {
+		name:  "one, and a server that is down",
+		tools: []supervisor.ToolSpec{{Server: "web", Down: "tool server web is not connected: refused; retrying"}, add},
+		want: header + `
+mcp_tools.calc.add(*, a: number, b: number, precision: integer = ...) — Add two numbers.
+Example:
+    import mcp_tools
+    result = await mcp_tools.calc.add(a=1, b=1)
+    print(result)
+A tool that fails raises mcp_tools.ToolError.`,
+	}, {
 		name:  "one",
 		tools: []supervisor.ToolSpec{add},
 		want: header + `

@@ -34,7 +34,9 @@ type Options struct {
 	// server that is down, which doubles from one to the other.
 	RetryMin, RetryMax time.Duration
 	// ResultLimit is the largest tool result, in bytes, that Call returns
-	// (structured content and text together); 0 for no limit.
+	// (structured content and text together); 0 for no limit. It bounds
+	// what is read from a server too: no message longer than
+	// messageLimit(ResultLimit) is read whole.
 	ResultLimit int64
 	// ClientVersion is the version in the clientInfo the servers get; ""
 	// for "dev".
@@ -86,7 +88,7 @@ func New(ctx context.Context, cfg Config, allow Allow, log *zap.Logger, opts Opt
 	t := &Toolbox{opts: opts.withDefaults(), allow: allow, log: log, byName: make(map[string]*toolServer)}
 	t.ctx, t.cancel = context.WithCancel(ctx)
 	for _, sc := range cfg.Servers {
-		s := newToolServer(sc, log.With(zap.String("tool_server", sc.Name)))
+		s := newToolServer(sc, log.With(zap.String("tool_server", sc.Name)), messageLimit(t.opts.ResultLimit))
 		t.servers = append(t.servers, s)
 		t.byName[sc.Name] = s
 	}
@@ -149,7 +151,8 @@ func (t *Toolbox) Close() error {
 // List returns the allowed tools of the servers, sorted by server and
 // name. A server that went down keeps the tools it listed last, so that
 // the description of run_python_code does not change with its ups and
-// downs; calling them fails until it is back.
+// downs; calling them fails until it is back. A server that has listed no
+// tools yet has an entry with Down set instead.
 func (t *Toolbox) List() []supervisor.ToolSpec {
 	out := []supervisor.ToolSpec{} // not nil: it goes to Python as a JSON array
 	for _, s := range t.servers {
@@ -187,11 +190,20 @@ func (t *Toolbox) Call(ctx context.Context, server, tool string, args json.RawMe
 	if len(bytes.TrimSpace(args)) == 0 {
 		req.Params.RawArguments = nil
 	}
+	trips := s.guard.trips.Load()
 	res, err := c.CallTool(ctx, req)
 	var terr *transport.Error
 	switch {
 	case err == nil:
 		return t.result(name, res)
+	case s.guard.trips.Load() != trips:
+		// A message refused while the call waited. On stdio and SSE it
+		// broke the connection, which every call waiting on it shares; over
+		// Streamable HTTP it was one response, and the session goes on.
+		if s.cfg.Transport != StreamableHTTP && errors.As(err, &terr) && t.ctx.Err() == nil {
+			s.drop(c, err)
+		}
+		return supervisor.ToolResult{}, s.guard.tooBig(name)
 	case ctx.Err() != nil:
 		return supervisor.ToolResult{}, fmt.Errorf("call %s: %w", name, ctx.Err())
 	case errors.As(err, &terr) && t.ctx.Err() == nil:

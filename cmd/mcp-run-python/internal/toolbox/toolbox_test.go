@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -42,7 +44,7 @@ func TestHelperProcess(t *testing.T) {
 }
 
 // testTools are the tools of newTestServer, sorted, as List gives them.
-var testTools = []string{"add", "echo", "exit_soon", "fail", "grow", "pid", "slow"}
+var testTools = []string{"add", "big", "echo", "exit_soon", "fail", "grow", "pid", "slow"}
 
 // newTestServer returns an MCP server whose tools count their calls in
 // calls (when not nil); slow returns when its call is cancelled or
@@ -68,6 +70,10 @@ func newTestServer(calls *atomic.Int64, release <-chan struct{}) *server.MCPServ
 			res := mcp.NewToolResultText(req.GetString("text", ""))
 			res.Content = append(res.Content, mcp.NewImageContent("aGk=", "image/png"))
 			return res, nil
+		}))
+	s.AddTool(mcp.NewTool("big", mcp.WithNumber("bytes", mcp.Required())),
+		count(func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(strings.Repeat("x", req.GetInt("bytes", 0))), nil
 		}))
 	s.AddTool(mcp.NewTool("fail"), count(func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultError("boom"), nil
@@ -371,8 +377,14 @@ func TestServerDownAtStart(t *testing.T) {
 	if d := time.Since(start); d > opts.ConnectTimeout+time.Second {
 		t.Errorf("Start took %v", d)
 	}
-	if got, want := names(tb.List()), qualified("up", testTools...); !slices.Equal(got, want) {
+	// The server that is down is listed with the reason, which code
+	// mode's calls of its tools raise.
+	list := tb.List()
+	if got, want := names(list), append(qualified("up", testTools...), "down."); !slices.Equal(got, want) {
 		t.Fatalf("List = %q, want %q", got, want)
+	}
+	if down := list[len(list)-1].Down; !strings.HasPrefix(down, "tool server down is not connected: ") || !strings.HasSuffix(down, "; retrying") {
+		t.Errorf("down's entry says %q, want why it is down", down)
 	}
 	_, err := call(tb, "down", "add", `{"a": 1, "b": 2}`)
 	wantError(t, err, "tool server down is not connected: ", "; retrying")
@@ -415,8 +427,9 @@ func TestServerHangsAtStart(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("Start took %v, more than its timeout of %v", d, opts.ConnectTimeout)
 	}
-	if list := tb.List(); list == nil || len(list) != 0 {
-		t.Errorf("List = %#v, want an empty list", list) // not nil, which is JSON null
+	// No tools, and the server with why it is down.
+	if list := tb.List(); len(list) != 1 || list[0].Server != "mute" || list[0].Name != "" || !strings.HasPrefix(list[0].Down, "tool server mute is not connected: ") {
+		t.Errorf("List = %#v, want mute's entry with why it is down", list)
 	}
 	eventually(t, "the first attempt failed", func() bool {
 		_, err := call(tb, "mute", "add", `{}`)
@@ -496,5 +509,77 @@ func TestNotStarted(t *testing.T) {
 	wantError(t, err, "tool server local is not connected: not connected yet; retrying")
 	if err := tb.Close(); err != nil {
 		t.Errorf("Close: %v", err)
+	}
+}
+
+// A result past the read limit that --tool-result-limit sets is refused as
+// it is read, over every transport, and the server is called again after.
+func TestResultPastTheReadLimit(t *testing.T) {
+	h := newHTTPServer(t)
+	sse := httptest.NewUnstartedServer(nil)
+	sse.Config.Handler = server.NewSSEServer(newTestServer(nil, nil), server.WithBaseURL("http://"+sse.Listener.Addr().String()))
+	sse.Start()
+	t.Cleanup(sse.Close)
+	opts := testOptions()
+	opts.ResultLimit = 1000
+	tb, _ := newToolbox(t, []ServerConfig{
+		{Name: "web", Transport: StreamableHTTP, URL: h.url()},
+		{Name: "old", Transport: SSE, URL: sse.URL + "/sse"},
+		stdioServer("local"),
+	}, "", opts)
+	big := fmt.Sprintf(`{"bytes": %d}`, 4*messageLimit(opts.ResultLimit))
+	for _, name := range []string{"web", "old", "local"} {
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			_, err := call(tb, name, "big", big)
+			wantError(t, err, "the answer of "+name+".big was more than 1.0 MiB, the read limit that --tool-result-limit sets")
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("the call failed after %v: it waited for an answer that could not come", d)
+			}
+			if name == "web" {
+				// One response of the session was refused, not the session.
+				if res := mustCall(t, tb, name, "add", `{"a": 1, "b": 2}`); string(res.Structured) != `{"sum":3}` {
+					t.Errorf("Call add = %s", res.Structured)
+				}
+			}
+			eventually(t, "the server answers again", func() bool {
+				res, err := call(tb, name, "add", `{"a": 1, "b": 2}`)
+				return err == nil && string(res.Structured) == `{"sum":3}`
+			})
+			// Within the read limit, past the result limit: read, then refused.
+			_, err = call(tb, name, "big", `{"bytes": 2000}`)
+			wantError(t, err, "more than the tool result limit of 1000 B")
+		})
+	}
+}
+
+func TestBoundedReader(t *testing.T) {
+	tests := []struct {
+		name     string
+		boundary boundary
+		in       string
+		wantErr  bool
+	}{
+		{"lines within", eachLine, "12345\n12345\n123", false},
+		{"a line past", eachLine, "12345\n1234567890\n", true},
+		{"events within, lines joined", eachEvent, "data: 1\n\ndata: 2\r\n\r\ndata: 3\n", false},
+		{"an event of short lines past", eachEvent, "d: 1\nd: 2\nd: 3\n\n", true},
+		{"a body within", wholeStream, "1\n2\n3\n4", false},
+		{"a body of short lines past", wholeStream, "1\n2\n3\n4\n5\n", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := &readGuard{limit: 9}
+			got, err := io.ReadAll(g.reader(iotest.OneByteReader(strings.NewReader(tt.in)), tt.boundary))
+			if (err != nil) != tt.wantErr || tt.wantErr && !errors.Is(err, errMessageTooBig) {
+				t.Fatalf("read %q: %v, want an error: %v", got, err, tt.wantErr)
+			}
+			if !tt.wantErr && string(got) != tt.in {
+				t.Errorf("read %q, want %q", got, tt.in)
+			}
+			if trips := g.trips.Load(); trips != map[bool]int64{false: 0, true: 1}[tt.wantErr] {
+				t.Errorf("%d trips", trips)
+			}
+		})
 	}
 }

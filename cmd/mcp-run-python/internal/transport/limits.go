@@ -96,6 +96,9 @@ type Limits struct {
 	// MaxMCPSessions caps the live MCP protocol sessions: Streamable HTTP
 	// sessions, or SSE streams (each is one session). 0 means no cap.
 	MaxMCPSessions int
+	// MaxMCPSessionsPerPrincipal caps the live MCP protocol sessions of
+	// one authenticated caller; 0 means no cap.
+	MaxMCPSessionsPerPrincipal int
 	// MCPSessionIdle ends an MCP protocol session that has had no request
 	// for this long; 0 means never.
 	MCPSessionIdle time.Duration
@@ -394,16 +397,14 @@ var errBodyBudget = errors.New("the server is receiving too many large requests"
 // the request is served.
 func (f *frontEnd) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int64, bool) {
 	limit := f.limits.RequestLimit
+	rc := http.NewResponseController(w)
 	if limit > 0 && r.ContentLength > limit {
+		abandonBody(rc)
 		f.tooLarge(w, limit)
 		return nil, 0, false
 	}
 	deadline := time.Now().Add(f.limits.ReadTimeout)
-	rc := http.NewResponseController(w)
-	// The deadline holds for the body only: cleared, it does not cut the
-	// response streams that follow some requests.
 	_ = rc.SetReadDeadline(deadline)
-	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	body := r.Body
 	if limit > 0 {
 		body = http.MaxBytesReader(w, r.Body, limit)
@@ -412,9 +413,13 @@ func (f *frontEnd) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int
 	defer cancel()
 	buf, held, err := f.readAll(ctx, body, r.ContentLength)
 	if err == nil {
+		// The deadline holds for the body only: cleared, it does not cut
+		// the response streams that follow some requests.
+		_ = rc.SetReadDeadline(time.Time{})
 		return buf, held, true
 	}
 	f.release(held)
+	abandonBody(rc)
 	var tooLarge *http.MaxBytesError
 	var netErr net.Error
 	switch {
@@ -436,6 +441,15 @@ func (f *frontEnd) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int
 		writeJSONRPCError(w, http.StatusBadRequest, nil, codeInvalidRequest, "read request body: "+err.Error())
 	}
 	return nil, 0, false
+}
+
+// abandonBody gives up on the rest of a request body that will not be read,
+// whose answer closes the connection. After the handler, net/http reads up to
+// 256 KiB of an unread body, to reuse the connection, with no deadline: a
+// client trickling a byte now and then held the connection for as long as it
+// liked after its 408 or 413. A deadline already past ends that read at once.
+func abandonBody(rc *http.ResponseController) {
+	_ = rc.SetReadDeadline(time.Now())
 }
 
 // tooLarge answers a request over the limit with 413.

@@ -23,7 +23,8 @@ const sessionIDPrefix = "mcp-session-"
 // each initialize request admitted under the cap a manager that turns the
 // request's reservation into its session.
 type sessionIDs struct {
-	max int // 0: no cap
+	max          int // 0: no cap
+	perPrincipal int // 0: no cap per principal
 
 	mu sync.Mutex
 	// live maps each live session to the principal that started it ("" for
@@ -32,6 +33,8 @@ type sessionIDs struct {
 	// reserved counts the initialize requests admitted whose session has
 	// not started yet; each may add one.
 	reserved int
+	// held counts each principal's live and reserved sessions.
+	held principalCounts
 }
 
 // reservation is the room an admitted initialize request holds for its
@@ -45,9 +48,9 @@ type reservation struct {
 // reservationKey is the context key of a request's *reservation.
 type reservationKey struct{}
 
-// newSessionIDs returns a manager with a cap of max sessions (0: none).
-func newSessionIDs(max int) *sessionIDs {
-	return &sessionIDs{max: max, live: map[string]string{}}
+// newSessionIDs returns a manager with the caps of l.
+func newSessionIDs(l Limits) *sessionIDs {
+	return &sessionIDs{max: l.MaxMCPSessions, perPrincipal: l.MaxMCPSessionsPerPrincipal, live: map[string]string{}, held: principalCounts{}}
 }
 
 // ResolveSessionIdManager implements server.SessionIdManagerResolver: the
@@ -80,11 +83,13 @@ func (s *sessionIDs) generate(res *reservation) string {
 	id := sessionIDPrefix + rand.Text()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.end(res)
-	s.live[id] = ""
+	principal := ""
 	if res != nil {
-		s.live[id] = res.principal
+		principal = res.principal
 	}
+	s.end(res)
+	s.live[id] = principal
+	s.held.add(principal)
 	return id
 }
 
@@ -93,6 +98,7 @@ func (s *sessionIDs) end(res *reservation) {
 	if res != nil && !res.done {
 		res.done = true
 		s.reserved--
+		s.held.remove(res.principal)
 	}
 }
 
@@ -109,7 +115,10 @@ func (s *sessionIDs) Validate(id string) (isTerminated bool, err error) {
 func (s *sessionIDs) Terminate(id string) (isNotAllowed bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.live, id)
+	if principal, ok := s.live[id]; ok {
+		delete(s.live, id)
+		s.held.remove(principal)
+	}
 	return false, nil
 }
 
@@ -139,16 +148,50 @@ func (s *sessionIDs) count() int {
 // reserve admits an initialize request if a session may still start, and
 // returns r carrying its reservation; the caller calls unreserve once the
 // request is done. Counting the reserved ones keeps concurrent initialize
-// requests from passing the cap together.
-func (s *sessionIDs) reserve(r *http.Request) (*http.Request, *reservation, bool) {
+// requests from passing the caps together. Its error, past a cap, is the
+// message that names it.
+func (s *sessionIDs) reserve(r *http.Request) (*http.Request, *reservation, error) {
+	principal := principalOf(r)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.max > 0 && len(s.live)+s.reserved >= s.max {
-		return r, nil, false
+		return r, nil, fmt.Errorf("too many MCP sessions: the server holds its limit of %d (--max-mcp-sessions); try again later, or end unused sessions with DELETE", s.max)
+	}
+	if err := s.held.check(principal, s.perPrincipal); err != nil {
+		return r, nil, err
 	}
 	s.reserved++
-	res := &reservation{principal: principalOf(r)}
-	return r.WithContext(context.WithValue(r.Context(), reservationKey{}, res)), res, true
+	s.held.add(principal)
+	res := &reservation{principal: principal}
+	return r.WithContext(context.WithValue(r.Context(), reservationKey{}, res)), res, nil
+}
+
+// principalCounts counts the MCP sessions of each principal, for the cap
+// per principal; "" (no authentication) is not counted.
+type principalCounts map[string]int
+
+// check returns the error of a new session of principal past max (0: no
+// cap), which names the cap.
+func (c principalCounts) check(principal string, max int) error {
+	if principal == "" || max <= 0 || c[principal] < max {
+		return nil
+	}
+	return fmt.Errorf("too many MCP sessions: you hold the %d one caller may hold (--max-mcp-sessions-per-principal); end unused ones (DELETE, or close the stream), or wait for idle ones to end", max)
+}
+
+func (c principalCounts) add(principal string) {
+	if principal != "" {
+		c[principal]++
+	}
+}
+
+func (c principalCounts) remove(principal string) {
+	if principal == "" {
+		return
+	}
+	if c[principal]--; c[principal] <= 0 {
+		delete(c, principal)
+	}
 }
 
 // unreserve ends a reservation of reserve that started no session.
@@ -216,37 +259,45 @@ func (s *listenStreams) end(id string) {
 // as its client keeps the connection.
 type sseStreams struct {
 	max          int           // 0: no cap
+	perPrincipal int           // 0: no cap per principal
 	idle         time.Duration // 0: never
 	firstMessage time.Duration // 0: no limit
 	pending      *pendingResponses
 
 	mu   sync.Mutex
 	n    int
+	held principalCounts
 	byID map[string]*sseStream
 }
 
 // newSSEStreams returns an empty set with the limits l.
 func newSSEStreams(l Limits, pending *pendingResponses) *sseStreams {
-	return &sseStreams{max: l.MaxMCPSessions, idle: l.MCPSessionIdle, firstMessage: l.ReadTimeout,
-		pending: pending, byID: map[string]*sseStream{}}
+	return &sseStreams{max: l.MaxMCPSessions, perPrincipal: l.MaxMCPSessionsPerPrincipal, idle: l.MCPSessionIdle, firstMessage: l.ReadTimeout,
+		pending: pending, held: principalCounts{}, byID: map[string]*sseStream{}}
 }
 
-// acquire admits a new stream; false past the cap. release ends it.
-func (s *sseStreams) acquire() bool {
+// acquire admits a new stream of principal; past a cap its error is the
+// message that names it. release ends it.
+func (s *sseStreams) acquire(principal string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.max > 0 && s.n >= s.max {
-		return false
+		return fmt.Errorf("too many MCP sessions: the server holds its limit of %d SSE streams (--max-mcp-sessions); try again later", s.max)
+	}
+	if err := s.held.check(principal, s.perPrincipal); err != nil {
+		return err
 	}
 	s.n++
-	return true
+	s.held.add(principal)
+	return nil
 }
 
 // release ends a stream of acquire.
-func (s *sseStreams) release() {
+func (s *sseStreams) release(principal string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.n--
+	s.held.remove(principal)
 }
 
 // count returns the number of open streams.

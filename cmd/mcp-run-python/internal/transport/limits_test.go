@@ -211,6 +211,39 @@ func TestReadTimeout(t *testing.T) {
 		if took := time.Since(start); took > 10*timeout {
 			t.Errorf("dropped after %v, want about %v", took, timeout)
 		}
+		// The rest of the body never comes: the server must close the
+		// connection rather than wait for it (it used to wait for ever,
+		// or as long as a trickle kept coming).
+		expectClosed(t, conn, 10*timeout)
+	})
+	t.Run("trickling body", func(t *testing.T) {
+		conn := dial(t, addr)
+		fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Length: 1000\r\n\r\n{", addr)
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() { // a byte at a time, forever, faster than the timeout
+			tick := time.NewTicker(timeout / 4)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					if _, err := fmt.Fprint(conn, " "); err != nil {
+						return
+					}
+				}
+			}
+		}()
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("no answer to a trickling body: %v", err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestTimeout {
+			t.Errorf("got %d, want 408", resp.StatusCode)
+		}
+		expectClosed(t, conn, 10*timeout)
 	})
 	t.Run("slow headers", func(t *testing.T) {
 		conn := dial(t, addr)
@@ -234,6 +267,17 @@ func TestReadTimeout(t *testing.T) {
 			t.Errorf("stream: %q, %v; want 5 events", body, err)
 		}
 	})
+}
+
+// expectClosed fails the test unless the server closes conn, with or
+// without a reset, within d.
+func expectClosed(t *testing.T, conn net.Conn, d time.Duration) {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(d))
+	n, err := io.Copy(io.Discard, conn)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Errorf("the connection is still open %v after the answer (%d more bytes came)", d, n)
+	}
 }
 
 // dial opens a TCP connection that the test closes.

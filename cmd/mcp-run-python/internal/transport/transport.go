@@ -309,13 +309,13 @@ func (h *sseHandler) serveStream(w http.ResponseWriter, r *http.Request) {
 		h.sse.ServeHTTP(w, r)
 		return
 	}
-	if !h.streams.acquire() {
+	principal := principalOf(r)
+	if err := h.streams.acquire(principal); err != nil {
 		h.front.reject("mcp_sessions_full")
-		refuseFull(w, nil, fmt.Sprintf("too many MCP sessions: the server holds its limit of %d SSE streams (--max-mcp-sessions); try again later",
-			h.streams.max))
+		refuseFull(w, nil, err.Error())
 		return
 	}
-	defer h.streams.release()
+	defer h.streams.release(principal)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	stream := &sseStream{ResponseWriter: w, flusher: f, pending: h.pending, principal: principalOf(r)}
@@ -638,7 +638,7 @@ func newStreamableFrontEnd(o Options, stateless bool) *HTTPFrontEnd {
 	if stateless {
 		opts = append(opts, server.WithStateLess(true))
 	} else {
-		ids = newSessionIDs(front.limits.MaxMCPSessions)
+		ids = newSessionIDs(front.limits)
 		// Session IDs must name a live session of this server; mcp-go's
 		// default only checks their format.
 		opts = append(opts, server.WithSessionIdManagerResolver(ids))
@@ -717,12 +717,9 @@ func (h *streamableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if !h.stateless && isInitialize(body) {
 			var res *reservation
-			var ok bool
-			if r, res, ok = h.ids.reserve(r); !ok {
+			if r, res, err = h.ids.reserve(r); err != nil {
 				h.front.reject("mcp_sessions_full")
-				refuseFull(w, requestID(body), fmt.Sprintf(
-					"too many MCP sessions: the server holds its limit of %d (--max-mcp-sessions); try again later, or end unused sessions with DELETE",
-					h.ids.max))
+				refuseFull(w, requestID(body), err.Error())
 				return
 			}
 			defer h.ids.unreserve(res)
