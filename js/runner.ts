@@ -310,7 +310,7 @@ async function serve(init: Init) {
   // about 0.4% of a core.
   const rehearse = () => {
     runner.imports("1+1");
-    runner.run.callPromising("1+1", 0, 0, undefined, false);
+    runner.run("1+1", 0, 0, undefined, false);
     runner.take_figures().destroy();
   };
   rehearse();
@@ -441,18 +441,15 @@ class ToolCalls {
   }
 }
 
-/** runner.py's run: a result frame, or a coroutine's awaitable for top-level await. */
-type PyRun = (
-  code: string,
-  limit: number,
-  errorLimit: number,
-  globals: unknown,
-  keep: boolean,
-) => string | Promise<string>;
-
 /** runner.py, as this thread calls it. */
 interface PyRunner {
-  run: PyRun & { callPromising: (...args: Parameters<PyRun>) => Promise<string> };
+  run(
+    code: string,
+    limit: number,
+    errorLimit: number,
+    globals: unknown,
+    keep: boolean,
+  ): string | Promise<string>;
   imports(code: string): string;
   set_tools(spec: string): void;
   take_figures(): { toJs(): [string, Uint8Array][]; destroy(): void };
@@ -504,19 +501,17 @@ async function run(
   let ended = false;
   const globals = msg.globals ? py.toPy(msg.globals) : undefined;
   try {
-    // The return value is cut to the limit in Python, before the frame
-    // exists: an oversized value never crosses to this thread or the
-    // bridge. Entered through callPromising, where Python may block on a
-    // promise (pyodide.ffi.run_sync, with JSPI): its HTTP clients fetch so
-    // (runner.py's _fetch), and urllib3's Emscripten backend wants it. It
-    // costs microseconds; the promise adopts a coroutine's for top-level await.
-    result = await runner.run.callPromising(
+    // A string, or a coroutine for top-level await. The return value is
+    // cut to the limit in Python, before the frame exists: an oversized
+    // value never crosses to this thread or the bridge.
+    const ran = runner.run(
       msg.code,
       init.outputLimit ?? 0,
       init.errorLimit ?? 0,
       globals,
       !!init.session,
     );
+    result = typeof ran === "string" ? ran : await ran;
   } catch (e) {
     // Only the interpreter's own end gets here (os._exit, a wasm trap):
     // Python exceptions are part of the result.

@@ -116,9 +116,13 @@ func TestMounts(t *testing.T) {
 	mounts := []mount.Mount{{Host: ro, Sandbox: "/data"}, {Host: rw, Sandbox: "/home/pyodide/work", Writable: true}}
 	s := start(t, Config{Workers: 1, Files: true, Mounts: mounts})
 
-	code := `import os
+	code := `import errno, os
 text = open('/data/in.txt').read()
-open('/data/in.txt', 'w').write('changed in the sandbox')
+try:
+    open('/data/in.txt', 'w').write('changed in the sandbox')
+    raise AssertionError('a read-only mount took a write')
+except OSError as e:
+    assert e.errno == errno.EROFS, e
 open('work/keep.txt', 'w').write('new')
 open('work/made.txt', 'w').write(text)
 os.remove('work/sub/gone.txt')
