@@ -10,9 +10,9 @@
 # The build needs the network: Go modules, the golang, deno and debian
 # images, and npm's registry, from which warmup downloads Pyodide through
 # Deno's npm resolution. docs/DEPLOY.md describes the image and the
-# Kubernetes manifests in deploy/kubernetes/, which
-# cmd/mcp-run-python/internal/config/kubernetes_test.go checks against this
-# file and the program's own flag parser.
+# Kubernetes manifests in deploy/kubernetes/, which the tests of
+# cmd/mcp-run-python/internal/config/deploycheck (a module of its own) check
+# against this file and the program's own flag parser.
 
 # Go of go.mod, and Deno of the Makefile (DENO_VERSION): the tests check both.
 ARG GO_VERSION=1.26

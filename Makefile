@@ -14,6 +14,11 @@ DENO         ?= $(shell command -v deno 2>/dev/null || echo $(HOME)/.deno/bin/de
 export MCP_RUN_PYTHON_DENO := $(DENO)
 # Trust the system certificate store too, as npm does.
 export DENO_TLS_CA_STORE ?= mozilla,system
+# The checks of the Dockerfile and deploy/kubernetes/ against the program: a
+# module of their own, so that the Kubernetes and BuildKit modules they need
+# are not requirements of the program's, which `go install` downloads. The
+# main module's ./... does not reach into it.
+DEPLOYCHECK  := cmd/mcp-run-python/internal/config/deploycheck
 # The platforms of a release (.goreleaser.yaml), as GOOS/GOARCH.
 PLATFORMS    := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 
@@ -38,10 +43,15 @@ test-js: $(DENO)
 	$(DENO) lint js/
 	$(DENO) check js/worker.ts js/runner.ts
 
+# go.mod and go.sum must be tidy as committed (-diff changes nothing).
 test-go:
 	test -z "$$(gofmt -l .)" || { gofmt -l .; exit 1; }
+	go mod tidy -diff
+	cd $(DEPLOYCHECK) && go mod tidy -diff
 	go vet ./...
+	cd $(DEPLOYCHECK) && go vet ./...
 	go test -count=1 -timeout 20m ./...
+	cd $(DEPLOYCHECK) && go test -count=1 ./...
 
 bench: build $(DENO)
 	go test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./cmd/mcp-run-python/

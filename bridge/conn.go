@@ -255,9 +255,11 @@ func (c *Conn) Ping(ctx context.Context) error {
 }
 
 // Imports returns the modules code imports that the worker's interpreter
-// cannot import yet, as Pyodide's find_imports names them.
-func (c *Conn) Imports(ctx context.Context, code string) ([]string, error) {
-	if err := c.write(ctx, Message{Type: TypeImports, Code: code}); err != nil {
+// cannot import yet, as Pyodide's find_imports names them. Those under the
+// top-level names in hide count as not importable even when they are: a
+// worker that has a package set installed answers as a plain one would.
+func (c *Conn) Imports(ctx context.Context, code string, hide []string) ([]string, error) {
+	if err := c.write(ctx, Message{Type: TypeImports, Code: code, Names: hide}); err != nil {
 		return nil, err
 	}
 	m, err := c.expect(ctx, TypeImports)
@@ -377,6 +379,86 @@ func (c *Conn) Snapshot(ctx context.Context, modules []string) ([]byte, error) {
 		return nil, err
 	}
 	return c.readBinary(ctx)
+}
+
+// CompileError is a compile that failed. Module, when set, is the module
+// whose compile ended the worker's interpreter: a compile in a new worker
+// that skips it may work.
+type CompileError struct {
+	Reason string
+	Module string
+}
+
+// Error says why, and which module.
+func (e *CompileError) Error() string {
+	if e.Module == "" {
+		return e.Reason
+	}
+	return e.Reason + " (compiling " + e.Module + ")"
+}
+
+// Compiled is what a compile worker made of a wheel: see TypeCompile.
+type Compiled struct {
+	Tag, Magic       string
+	Modules, Skipped int
+	// Archive is the zip of the .pyc files; nil when Modules is 0.
+	Archive []byte
+}
+
+// Compile sends a wheel to a compile worker and returns its modules'
+// bytecode, at most limit bytes of it: the worker refuses to make more,
+// and a larger archive is refused here too. Raise the connection's read
+// limit to that first. The modules skip (paths in the wheel) are not
+// compiled. What the worker prints meanwhile goes to onOutput, if it is
+// not nil. The worker's failure is a *CompileError.
+func (c *Conn) Compile(ctx context.Context, wheel Wheel, limit int64, skip []string, onOutput func(lines []string)) (Compiled, error) {
+	frame := Message{Type: TypeCompile, Limit: limit, Files: []File{wheel.File}, Names: skip}
+	if wheel.Path == "" {
+		frame.Files[0].Size = int64(len(wheel.Data))
+	}
+	if err := c.write(ctx, frame); err != nil {
+		return Compiled{}, err
+	}
+	if err := c.sendFile(ctx, wheel, frame.Files[0].Size, make([]byte, ChunkSize)); err != nil {
+		return Compiled{}, err
+	}
+	var m Message
+	for {
+		var err error
+		if m, err = c.read(ctx); err != nil {
+			return Compiled{}, err
+		}
+		if m.Type != TypeOutput {
+			break
+		}
+		// Printed by the interpreter as it compiled (compile() runs none
+		// of the module's code): no call's output, the caller's log.
+		if onOutput != nil {
+			onOutput(m.Lines)
+		}
+	}
+	if m.Type != TypeCompiled {
+		return Compiled{}, fmt.Errorf("bridge: expected %s, got %q", TypeCompiled, m.Type)
+	}
+	if m.Error != "" {
+		ce := &CompileError{Reason: m.Error}
+		if len(m.Names) > 0 {
+			ce.Module = m.Names[0]
+		}
+		return Compiled{}, ce
+	}
+	got := Compiled{Tag: m.Tag, Magic: m.Magic, Modules: m.Modules, Skipped: m.Skipped}
+	if m.Modules > 0 {
+		archive, err := c.readBinary(ctx)
+		if err != nil {
+			return Compiled{}, err
+		}
+		got.Archive = archive
+		if int64(len(got.Archive)) > limit {
+			return Compiled{}, fmt.Errorf("bridge: %d bytes of bytecode, past the limit of %d", len(got.Archive), limit)
+		}
+	}
+	return got, nil
 }
 
 // readBinary returns the next frame, which must be binary; a fatal frame

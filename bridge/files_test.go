@@ -207,7 +207,7 @@ func TestImportsFramePastMaxEntries(t *testing.T) {
 		}
 		_ = ws.Write(context.Background(), websocket.MessageText, mustJSON(Message{Type: TypeImports, Names: names}))
 	}()
-	if _, err := c.Imports(context.Background(), "import m0"); err == nil || !strings.Contains(err.Error(), "more than 10000") {
+	if _, err := c.Imports(context.Background(), "import m0", nil); err == nil || !strings.Contains(err.Error(), "more than 10000") {
 		t.Errorf("Imports = %v, want the frame refused", err)
 	}
 }

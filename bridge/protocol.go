@@ -63,6 +63,17 @@ const (
 	// Value, the result as JSON, or Error.
 	TypeToolCall   = "tool_call"
 	TypeToolResult = "tool_result"
+	// TypeCompile (Go → worker) asks a compile worker, one where no user
+	// code has run and none will, to compile the modules of the wheel in
+	// Files, whose bytes follow as binary frames, to bytecode of at most
+	// Limit bytes, skipping the modules Names (paths in the wheel). It
+	// answers TypeCompiled with its interpreter's Tag and Magic and the
+	// Modules compiled and Skipped, then, when Modules is not 0, one binary
+	// frame: a zip archive of the .pyc files, stored, by their paths in the
+	// wheel; or with Error, and in Names the module it was compiling if
+	// that ended the interpreter (nesting past the wasm stack).
+	TypeCompile  = "compile"
+	TypeCompiled = "compiled"
 )
 
 // Stream names the standard stream a line was printed to.
@@ -119,10 +130,13 @@ type Message struct {
 	Changes []Change `json:"changes,omitempty"`
 	Figures []Figure `json:"figures,omitempty"`
 
-	// imports (worker → Go): top-level or dotted module names not importable
+	// imports (worker → Go): top-level or dotted module names not importable;
+	// (Go → worker): top-level modules to count as not importable even when
+	// they are, those of a learned package set (see Conn.Imports);
+	// compile, compiled: modules of a wheel, as above
 	Names []string `json:"names,omitempty"`
 
-	// install, put: the files that follow as binary frames
+	// install, put, compile: the files that follow as binary frames
 	Files []File `json:"files,omitempty"`
 	// put: directories to make, even when no file goes into them
 	Dirs []string `json:"dirs,omitempty"`
@@ -130,11 +144,20 @@ type Message struct {
 	// its writes there raise OSError(EROFS) rather than vanish
 	ReadOnly []string `json:"readonly,omitempty"`
 
+	// compile: the most bytes of bytecode the worker may send
+	Limit int64 `json:"limit,omitempty"`
+	// compiled: the interpreter's cache tag ("cpython-314") and magic
+	// number (hex), and the modules compiled and skipped
+	Tag     string `json:"tag,omitempty"`
+	Magic   string `json:"magic,omitempty"`
+	Modules int    `json:"modules,omitempty"`
+	Skipped int    `json:"skipped,omitempty"`
+
 	// result
 	Status       string          `json:"status,omitempty"`
 	ReturnValue  json.RawMessage `json:"return_value,omitempty"`  // indented JSON; absent for None; cut by the worker past the output limit
 	ReturnString bool            `json:"return_string,omitempty"` // the value is a Python str
-	Error        string          `json:"error,omitempty"`         // result, installed, fatal and tool_result
+	Error        string          `json:"error,omitempty"`         // result, installed, compiled, fatal and tool_result
 	// ReturnCut and ErrorCut are the sizes in bytes of a return value or an
 	// error text that the worker cut to the output limit; 0 when whole.
 	ReturnCut int `json:"return_cut,omitempty"`

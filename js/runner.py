@@ -18,6 +18,7 @@ import json
 import math
 import os
 import re
+import signal
 import sys
 import traceback
 import uuid
@@ -59,6 +60,44 @@ _figures: list[tuple[str, bytes]] = []
 _REPRS = (('_repr_png_', 'image/png'), ('_repr_jpeg_', 'image/jpeg'), ('_repr_svg_', 'image/svg+xml'))
 
 
+class _Interrupt:
+    """The SIGINT handler: the supervisor's interrupt (time limit,
+    cancellation) becomes a KeyboardInterrupt in the run's own code, the
+    frames compiled from main.py, and nowhere else.
+
+    Pyodide looks at the interrupt buffer every so many bytecodes, wherever
+    they are: after an await, that can be in the event loop's machinery
+    (a promise's callback scheduling the task's next step). Raised there,
+    the KeyboardInterrupt is printed as an "Unexpected error" and the step
+    is never scheduled: the run never ends and is killed with its worker
+    after the grace. So while no frame of the run's code is on the stack
+    the interrupt is asked for again (the next check takes it), until one
+    is. An interrupt outside a run is stale (one sent as the result was on
+    its way) and dropped, or a session's next run would take it."""
+
+    def __init__(self) -> None:
+        self.running = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        if not self.running:
+            return
+        f = frame
+        while f is not None:
+            if f.f_code.co_filename == 'main.py':
+                raise KeyboardInterrupt
+            f = f.f_back
+        # Into the buffer, which Pyodide reads again within 50 checks:
+        # tripped here (_thread.interrupt_main), the signal would be taken
+        # again at once, in this handler, without end.
+        from _mcp_interrupt import again
+
+        again(signum)
+
+
+_interrupt = _Interrupt()
+signal.signal(signal.SIGINT, _interrupt)
+
+
 def run(
     code: str, limit: int = 0, error_limit: int = 0, global_variables: dict | None = None, keep: bool = False
 ) -> str | Coroutine[None, None, str]:
@@ -80,15 +119,19 @@ def run(
     namespace.update(global_variables or {})
     namespace['__name__'] = '__main__'
     _figures.clear()
+    _interrupt.running = True
+    asynchronous = False
     try:
         # The same settings as eval_code_async, which upstream used.
         runner = CodeRunner(code, filename='main.py', flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT).compile()
         if runner.code is not None and runner.code.co_flags & inspect.CO_COROUTINE:
+            asynchronous = True
             return _run_async(runner, namespace, limit, error_limit)
         return _success(runner.run(namespace), limit)
     except BaseException as e:  # SystemExit and KeyboardInterrupt are run errors too
         return _failure(e, error_limit)
     finally:
+        _interrupt.running = asynchronous
         _flush()
 
 
@@ -98,6 +141,7 @@ async def _run_async(runner: CodeRunner, namespace: dict[str, object], limit: in
     except BaseException as e:
         return _failure(e, error_limit)
     finally:
+        _interrupt.running = False
         _flush()
 
 
@@ -205,8 +249,13 @@ def _flush() -> None:
             pass
 
 
-def imports(code: str) -> str:
-    """The imports frame: modules code imports that cannot be imported yet."""
+def imports(code: str, hide=()) -> str:
+    """The imports frame: modules code imports that cannot be imported yet.
+
+    Modules under the top-level names in hide count as missing even when
+    importable: a worker restored with a learned set answers as a plain
+    interpreter would (the supervisor then installs nothing twice)."""
+    hide = set(hide)
     try:
         names = find_imports(code)
     except Exception:
@@ -215,6 +264,9 @@ def imports(code: str) -> str:
         names = []
     missing = []
     for name in names:
+        if name.partition('.')[0] in hide:
+            missing.append(name)
+            continue
         try:
             found = importlib.util.find_spec(name) is not None
         except (ImportError, ValueError):
@@ -252,6 +304,93 @@ def warm_install() -> None:
             calculate_dynlibs=True,
         )
     importlib.invalidate_caches()
+
+
+# The largest module compile_wheel compiles: real ones are far smaller
+# (sympy's largest is about 1 MB), and compiling takes time and memory in
+# proportion. A larger one imports from source, as without bytecode.
+_MAX_MODULE_SOURCE = 4 << 20
+
+
+def compile_wheel(
+    data: object, install_dir: str, limit: int, skip: object, state: object
+) -> tuple[str, bytes | None]:
+    """The compiled frame for a wheel (a Uint8Array's proxy), and a zip of
+    its modules' bytecode: unchecked-hash .pyc files (PEP 552), named as the
+    import system looks for them, __pycache__/<module>.<cache tag>.pyc beside
+    each module. Installed with the sources (which tracebacks show), they are
+    used without a look at the sources or their times, so a fresh interpreter
+    imports the package without compiling it again, and without its compile
+    warnings (a SyntaxWarning for an invalid escape sequence) in the output.
+
+    Only a compile worker calls it, where no user code has run: see
+    supervisor/bytecode.go. compile() runs none of the package's code, but
+    its source is hostile: a module that does not compile (a syntax error,
+    nesting past the parser's or the compiler's limits, more than
+    _MAX_MODULE_SOURCE bytes) is skipped and imports from source, and more
+    than limit bytes of bytecode in all is an error. Nesting that the
+    parser and compiler take (a chain of 10^5 additions) can still exhaust
+    the wasm stack and end the interpreter: state.module (a JavaScript
+    object's) names the module being compiled, so that the supervisor can
+    compile the wheel again skipping the modules in skip. This is what
+    py_compile.compile does with PycInvalidationMode.UNCHECKED_HASH, without
+    its round trip through files.
+    """
+    import marshal
+    import warnings
+    import zipfile
+
+    from pyodide._package_loader import get_install_dir
+
+    tag = sys.implementation.cache_tag
+    if not tag or sys.pycache_prefix or sys.flags.optimize:
+        # The import system would look for other names, or elsewhere.
+        return json.dumps({'type': 'compiled', 'error': 'this interpreter does not read __pycache__'}), None
+    site = get_install_dir(install_dir or None)
+    skip = set(skip)
+    archive = io.BytesIO()
+    modules = skipped = total = 0
+    with (
+        zipfile.ZipFile(io.BytesIO(data.to_bytes())) as wheel,
+        zipfile.ZipFile(archive, 'w', zipfile.ZIP_STORED) as out,
+    ):
+        for info in wheel.infolist():
+            name = info.filename
+            top = name.partition('/')[0]
+            if info.is_dir() or not name.endswith('.py') or top.endswith(('.dist-info', '.data')):
+                continue
+            parts = name.split('/')
+            bad = '\\' in name or any(p in ('', '.', '..') for p in parts)
+            if bad or info.file_size > _MAX_MODULE_SOURCE or name in skip:
+                skipped += 1
+                continue
+            source = wheel.read(info)
+            state.module = name
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter('ignore')
+                    code = compile(source, f'{site}/{name}', 'exec', dont_inherit=True)
+            except Exception:  # SyntaxError, RecursionError, MemoryError, ...
+                skipped += 1
+                continue
+            pyc = importlib.util.MAGIC_NUMBER + (1).to_bytes(4, 'little') + importlib.util.source_hash(source)
+            pyc += marshal.dumps(code)
+            del code
+            total += len(pyc)
+            if total > limit:
+                return json.dumps(
+                    {'type': 'compiled', 'error': f'the bytecode is larger than the limit of {limit} bytes'}
+                ), None
+            out.writestr(importlib.util.cache_from_source(name), pyc)
+            modules += 1
+    frame = {
+        'type': 'compiled',
+        'tag': tag,
+        'magic': importlib.util.MAGIC_NUMBER.hex(),
+        'modules': modules,
+        'skipped': skipped,
+    }
+    return json.dumps(frame), archive.getvalue() if modules else None
 
 
 def reseed() -> None:
@@ -520,3 +659,219 @@ def _tool_function(tool: dict) -> object:
     call.__doc__ = '\n'.join(lines)
     call.__signature__ = inspect.Signature(params)
     return call
+
+
+# Python's own HTTP clients reach the network through JavaScript's fetch:
+# Pyodide's sockets reach nothing ("[Errno 23] Host is unreachable").
+# urllib3 2.x (and so requests) has a backend of its own for that, which
+# fetches synchronously with pyodide.ffi.run_sync: it works because the run
+# is entered through callPromising (runner.ts). http.client, and
+# urllib.request on it, are routed the same way, as pyodide-http does in
+# browsers: a connection's socket stands in for one, keeps the request's
+# bytes and, when the response is read, fetches and hands back the
+# response's bytes, which http.client then parses as from a server. The
+# worker's network permissions apply to fetch as to everything else; what
+# they refuse is told as the server's flags, not Deno's.
+
+# Request headers fetch sets itself; the response's body comes decoded and whole.
+_OWN_HEADERS = frozenset({'host', 'connection', 'content-length', 'transfer-encoding', 'accept-encoding'})
+_DECODED_HEADERS = frozenset({'content-encoding', 'content-length', 'transfer-encoding'})
+
+
+def _refused(host: str, port: int, denied: bool = False) -> PermissionError | None:
+    """The error for a request to host:port that the network policy refuses,
+    told from the worker's permissions as a connection is made (as a socket
+    is refused); None if it is allowed. denied: fetch refused it already (a
+    name allowed that resolves to an address the policy denies)."""
+    import js
+
+    def state(host: str) -> str:
+        return js.Deno.permissions.querySync(js.JSON.parse(json.dumps({'name': 'net', 'host': host}))).state
+
+    authority = f'[{host}]:{port}' if ':' in host else f'{host}:{port}'
+    try:
+        if state(authority) == 'granted' and not denied:
+            return None
+        default = state('example.com:443') == 'granted'
+    except Exception:
+        return None  # fetch tells
+    if default:
+        why = (
+            'by default code reaches the internet but not this machine, its private networks, '
+            'link-local or cloud metadata addresses; the server would need --allow-net '
+            f'{authority} (or --allow-private-net for private networks)'
+        )
+    else:
+        why = "code reaches only the hosts of the server's --allow-net, and none with --disable-networking"
+    return PermissionError(f'network access to {authority} refused by the network policy: {why}')
+
+
+def _fetch(scheme: str, host: str, port: int, timeout: object, raw: bytes) -> bytes:
+    """Sends the HTTP/1.1 request raw with fetch and returns the response as
+    HTTP/1.1 bytes."""
+    import socket
+
+    import js
+    from pyodide.ffi import JsException, can_run_sync, run_sync, to_js
+
+    head, _, body = raw.partition(b'\r\n\r\n')
+    request_line, *lines = head.decode('latin-1').split('\r\n')
+    method, target = request_line.split(' ')[:2]
+    headers, chunked = [], False
+    for line in lines:
+        key, _, value = line.partition(':')
+        key, value = key.strip(), value.strip()
+        if key.lower() == 'transfer-encoding' and 'chunked' in value.lower():
+            chunked = True
+        if key.lower() not in _OWN_HEADERS:
+            headers.append([key, value])
+    if chunked:
+        body = _dechunk(body)
+    host_text = f'[{host}]' if ':' in host else host
+    default_port = 443 if scheme == 'https' else 80
+    authority = host_text if port == default_port else f'{host_text}:{port}'
+    url = target if target.startswith(('http://', 'https://')) else f'{scheme}://{authority}{target}'  # a proxy's
+    if not can_run_sync():
+        raise OSError(f'{url}: a synchronous request cannot be made here; use pyodide.http.pyfetch')
+    init: dict[str, object] = {'method': method, 'headers': headers, 'redirect': 'manual'}
+    if body and method not in ('GET', 'HEAD'):
+        init['body'] = to_js(body)
+    if timeout is socket._GLOBAL_DEFAULT_TIMEOUT:
+        timeout = socket.getdefaulttimeout()
+    if isinstance(timeout, (int, float)):
+        init['signal'] = js.AbortSignal.timeout(max(1, int(timeout * 1000)))
+    try:
+        response = run_sync(js.fetch(url, to_js(init, dict_converter=js.Object.fromEntries)))
+        data = run_sync(response.arrayBuffer()).to_bytes()
+    except JsException as e:
+        name = getattr(e, 'name', '')
+        if name == 'NotCapable':  # a name that resolves to a denied address
+            raise _refused(host, port, denied=True) or PermissionError(f'{url}: {e}') from None
+        if name in ('TimeoutError', 'AbortError'):
+            raise TimeoutError(f'{url}: timed out') from None
+        raise ConnectionError(f'{url}: {e}') from None
+    import http.client
+
+    reason = response.statusText or http.client.responses.get(response.status, '')
+    out = [f'HTTP/1.1 {response.status} {reason}']
+    for key, value in response.headers.entries():
+        if key.lower() not in _DECODED_HEADERS:
+            out.append(f'{key}: {value}')
+    out.append(f'Content-Length: {len(data)}')
+    return ('\r\n'.join(out) + '\r\n\r\n').encode('latin-1', 'replace') + data
+
+
+def _dechunk(body: bytes) -> bytes:
+    out, rest = bytearray(), body
+    while rest:
+        size, _, rest = rest.partition(b'\r\n')
+        n = int(size.split(b';')[0] or b'0', 16)
+        if n == 0:
+            break
+        out += rest[:n]
+        rest = rest[n + 2 :]
+    return bytes(out)
+
+
+class _FetchSocket:
+    """The socket of an http.client connection: see _fetch."""
+
+    def __init__(self, conn: object, scheme: str) -> None:
+        self._conn = conn
+        self._scheme = scheme
+        self._out = bytearray()
+
+    def sendall(self, data: bytes) -> None:
+        self._out += data
+
+    def makefile(self, mode: str = 'rb', *args: object, **kwargs: object) -> io.BytesIO:
+        raw, self._out = bytes(self._out), bytearray()
+        conn = self._conn
+        return io.BytesIO(_fetch(self._scheme, conn.host, conn.port, conn.timeout, raw))
+
+    def settimeout(self, timeout: object) -> None:
+        self._conn.timeout = timeout
+
+    def setsockopt(self, *args: object) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _route_http() -> None:
+    import http.client
+
+    def connect(self: http.client.HTTPConnection) -> None:
+        sys.audit('http.client.connect', self, self.host, self.port)
+        if (refused := _refused(self.host, self.port)) is not None:
+            raise refused
+        https = isinstance(self, getattr(http.client, 'HTTPSConnection', ()))
+        self.sock = _FetchSocket(self, 'https' if https else 'http')
+
+    http.client.HTTPConnection.connect = connect
+    if hasattr(http.client, 'HTTPSConnection'):
+        http.client.HTTPSConnection.connect = connect
+
+
+_route_http()
+
+
+# urllib3's Emscripten backend: the module whose fetches are policed.
+_URLLIB3_FETCH = 'urllib3.contrib.emscripten.fetch'
+
+
+class _PoliceUrllib3(importlib.abc.MetaPathFinder):
+    """Makes urllib3's Emscripten backend, when it is imported, tell a
+    request the network policy refuses as such (_refused), rather than as
+    Deno's "Requires net access" or a connection error."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> object:
+        if name != _URLLIB3_FETCH:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, 'find_spec'):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is not None and hasattr(spec.loader, 'exec_module'):
+            exec_module = spec.loader.exec_module
+
+            def police(module: object) -> None:
+                exec_module(module)
+                _police_urllib3(module)
+
+            spec.loader.exec_module = police
+        return spec
+
+
+def _police_urllib3(fetch: object) -> None:
+    import urllib.parse
+
+    send = getattr(fetch, 'send_jspi_request', None)
+    refusal = getattr(fetch, '_RequestError', None)
+    if send is None or refusal is None:
+        return  # another urllib3: its own errors stand
+
+    def send_jspi_request(request: object, streaming: bool) -> object:
+        url = urllib.parse.urlsplit(request.url)
+        host, port = url.hostname or '', url.port or (443 if url.scheme == 'https' else 80)
+        refused = _refused(host, port)
+        if refused is None:
+            try:
+                return send(request, streaming)
+            except refusal as e:
+                if 'Requires net access' not in str(e.message):  # Deno's NotCapable
+                    raise
+                refused = _refused(host, port, denied=True)
+                if refused is None:
+                    raise
+        raise refusal(message=str(refused), request=request, response=None)
+
+    fetch.send_jspi_request = send_jspi_request
+
+
+sys.meta_path.insert(0, _PoliceUrllib3())

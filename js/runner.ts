@@ -285,6 +285,8 @@ const restoreAsked = () =>
   });
 
 async function serve(init: Init) {
+  // Before the interpreter exists, so that what it looks up is the wrapper.
+  const aborts = new FetchAborts();
   const module = await compile(init);
   if (init.lazy) {
     send('{"type":"standby"}');
@@ -309,8 +311,8 @@ async function serve(init: Init) {
   // ready frame, where nobody waits, and every 250 ms until a call comes:
   // about 0.4% of a core.
   const rehearse = () => {
-    runner.imports("1+1");
-    runner.run("1+1", 0, 0, undefined, false);
+    runner.imports("1+1", []);
+    runner.run.callPromising("1+1", 0, 0, undefined, false);
     runner.take_figures().destroy();
   };
   rehearse();
@@ -321,11 +323,18 @@ async function serve(init: Init) {
   // come back during the run: see bridge.ToolCall.
   const toolCalls = new ToolCalls();
   py.registerJsModule("_mcp_tools_bridge", { call: toolCalls.call });
+  // runner.py's SIGINT handler puts an interrupt it cannot take yet back.
+  py.registerJsModule("_mcp_interrupt", {
+    again: (signal: number) => init.interrupt && Atomics.store(init.interrupt, 0, signal),
+  });
 
   // Before a run, a worker may be asked for the code's imports, given
   // wheels to install and files to put into its file system; the bytes
   // arrive as binary frames after the frame that announces them.
   let incoming: Incoming | null = null;
+  // Of the compile frame whose wheel is arriving.
+  let compileLimit = 0;
+  let compileSkip: string[] = [];
   let running = false;
   let ran = false;
   // A session's watched files as the last run sent them back.
@@ -344,10 +353,16 @@ async function serve(init: Init) {
       case "ping": // the supervisor checks that this interpreter answers before a call
         return send('{"type":"pong"}');
       case "imports":
-        return send(runner.imports(msg.code));
+        return send(runner.imports(msg.code, msg.names ?? []));
       case "install":
       case "put":
         incoming = new Incoming(msg.type, msg.files ?? [], msg.dirs ?? [], msg.readonly ?? []);
+        if (incoming.complete) await receive();
+        return;
+      case "compile": // only ever sent to a compile worker: see compileWheel
+        compileLimit = msg.limit ?? 0;
+        compileSkip = msg.names ?? [];
+        incoming = new Incoming(msg.type, msg.files ?? [], []);
         if (incoming.complete) await receive();
         return;
       case "run":
@@ -358,12 +373,13 @@ async function serve(init: Init) {
     ran = !init.session;
     clearInterval(keepWarm);
     running = true;
-    seen = await run(py, runner, init, msg, budget, [out, err], seen);
+    seen = await run(py, runner, init, msg, budget, [out, err], seen, aborts);
     running = false;
   };
   const receive = async () => {
     const { type, files, dirs, readOnly, data } = incoming!;
     incoming = null;
+    if (type === "compile") return compileWheel(runner, files, data, compileLimit, compileSkip);
     send(
       type === "install" ? await install(py, files, data) : put(py, dirs, readOnly, files, data),
     );
@@ -381,7 +397,7 @@ class Incoming {
   private offset = 0;
 
   constructor(
-    readonly type: "install" | "put",
+    readonly type: "install" | "put" | "compile",
     readonly files: PackageFile[],
     /** Directories a put makes, even when no file goes into them. */
     readonly dirs: string[],
@@ -441,19 +457,29 @@ class ToolCalls {
   }
 }
 
+/** runner.py's run: a result frame, or a coroutine's awaitable for top-level await. */
+type PyRun = (
+  code: string,
+  limit: number,
+  errorLimit: number,
+  globals: unknown,
+  keep: boolean,
+) => string | Promise<string>;
+
 /** runner.py, as this thread calls it. */
 interface PyRunner {
-  run(
-    code: string,
-    limit: number,
-    errorLimit: number,
-    globals: unknown,
-    keep: boolean,
-  ): string | Promise<string>;
-  imports(code: string): string;
+  run: PyRun & { callPromising: (...args: Parameters<PyRun>) => Promise<string> };
+  imports(code: string, hide: string[]): string;
   set_tools(spec: string): void;
   take_figures(): { toJs(): [string, Uint8Array][]; destroy(): void };
   reseed(): void;
+  compile_wheel(
+    data: Uint8Array,
+    installDir: string,
+    limit: number,
+    skip: string[],
+    state: { module: string },
+  ): { toJs(): [string, Uint8Array | undefined]; destroy(): void };
 }
 
 /** A run frame; see bridge.Message. */
@@ -483,6 +509,7 @@ async function run(
   budget: Budget,
   streams: LineSplitter[],
   seen: Scan[] | undefined,
+  aborts: FetchAborts,
 ): Promise<Scan[]> {
   // Only now does Python watch the interrupt buffer. The time limit starts
   // with the call, so on a loaded machine an interrupt can overtake a late
@@ -500,23 +527,28 @@ async function run(
   let result: string;
   let ended = false;
   const globals = msg.globals ? py.toPy(msg.globals) : undefined;
+  if (init.interrupt) aborts.start(init.interrupt);
   try {
-    // A string, or a coroutine for top-level await. The return value is
-    // cut to the limit in Python, before the frame exists: an oversized
-    // value never crosses to this thread or the bridge.
-    const ran = runner.run(
+    // The return value is cut to the limit in Python, before the frame
+    // exists: an oversized value never crosses to this thread or the
+    // bridge. Entered through callPromising, where Python may block on a
+    // promise (pyodide.ffi.run_sync, with JSPI): its HTTP clients fetch so
+    // (runner.py's _fetch), and urllib3's Emscripten backend wants it. The
+    // promise adopts a coroutine's for top-level await.
+    result = await runner.run.callPromising(
       msg.code,
       init.outputLimit ?? 0,
       init.errorLimit ?? 0,
       globals,
       !!init.session,
     );
-    result = typeof ran === "string" ? ran : await ran;
   } catch (e) {
     // Only the interpreter's own end gets here (os._exit, a wasm trap):
     // Python exceptions are part of the result.
     result = JSON.stringify({ type: "fatal", error: describe(e) });
     ended = true;
+  } finally {
+    aborts.stop();
   }
   for (const s of streams) s.flush();
   if (budget.dropped > 0) {
@@ -546,6 +578,44 @@ async function run(
   }
   send(result);
   return sent;
+}
+
+/**
+ * Ends the code's fetches when its call is interrupted. Code that waits on
+ * a fetch (run_sync, as urllib3 and runner.py's http.client do, or an
+ * await) runs no bytecode, so Pyodide never looks at the interrupt buffer:
+ * it would be killed with its worker after the grace, however long the
+ * server takes. While a call runs, every fetch of this thread gets its
+ * signal, aborted within 50 ms of an interrupt; Python then takes the
+ * interrupt as it resumes.
+ */
+class FetchAborts {
+  private controller?: AbortController;
+  private poll?: ReturnType<typeof setInterval>;
+
+  constructor() {
+    const fetch = globalThis.fetch;
+    globalThis.fetch = (input: RequestInfo | URL, options?: RequestInit) => {
+      const signal = this.controller?.signal;
+      if (!signal) return fetch(input, options);
+      const own = options?.signal ?? (input instanceof Request ? input.signal : undefined);
+      return fetch(input, { ...options, signal: own ? AbortSignal.any([own, signal]) : signal });
+    };
+  }
+
+  start(interrupt: Int32Array) {
+    const controller = this.controller = new AbortController();
+    this.poll = setInterval(() => {
+      if (Atomics.load(interrupt, 0) !== 0) {
+        controller.abort(new DOMException("the call was interrupted", "AbortError"));
+      }
+    }, 50);
+  }
+
+  stop() {
+    clearInterval(this.poll);
+    this.controller = undefined;
+  }
 }
 
 /** What a file looked like before the run, to tell what the run changed. */
@@ -741,6 +811,39 @@ function protect(py: PyodideAPI, dir: string, writable: string[]) {
     }
   };
   walk(dir);
+}
+
+/**
+ * Answers a compile frame: the compiled frame, then the archive of the
+ * wheel's bytecode that runner.py's compile_wheel made (see there). When
+ * compiling a module ends the interpreter, the error names that module.
+ */
+function compileWheel(
+  runner: PyRunner,
+  files: PackageFile[],
+  data: Uint8Array[],
+  limit: number,
+  skip: string[],
+) {
+  if (files.length !== 1) {
+    return send(JSON.stringify({ type: "compiled", error: "a compile frame names one wheel" }));
+  }
+  let frame: string;
+  let archive: Uint8Array | undefined;
+  const state = { module: "" };
+  try {
+    const made = runner.compile_wheel(data[0], files[0].install_dir ?? "", limit, skip, state);
+    try {
+      [frame, archive] = made.toJs();
+    } finally {
+      made.destroy();
+    }
+  } catch (e) {
+    const names = state.module ? [state.module] : [];
+    return send(JSON.stringify({ type: "compiled", error: String(e), names }));
+  }
+  send(frame);
+  if (archive) send(archive);
 }
 
 /** A package file of an install frame; see bridge.File. */

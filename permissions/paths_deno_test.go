@@ -113,6 +113,9 @@ func readable(t *testing.T, deno, dir string, flags []string, files map[string]s
 // there is none.
 func findDeno(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs deno: not with -short")
+	}
 	if d := os.Getenv("MCP_RUN_PYTHON_DENO"); d != "" {
 		return d
 	}

@@ -37,7 +37,7 @@ func (s *Supervisor) call(ctx context.Context, w *worker, run bridge.RunRequest,
 	}
 	defer context.AfterFunc(s.ctx, func() { stop(errShutdown) })()
 	if s.cfg.MemoryLimit > 0 {
-		go s.watchMemory(stopCtx, w, func() { stop(errMemory) })
+		s.wg.Go(func() { s.watchMemory(stopCtx, w, func() { stop(errMemory) }) })
 	}
 
 	out := output{limit: s.cfg.OutputLimit, onLine: onLine}
@@ -46,12 +46,12 @@ func (s *Supervisor) call(ctx context.Context, w *worker, run bridge.RunRequest,
 		run.Tools, run.OnToolCall = tools.spec(), tools.handle
 	}
 	done := make(chan outcome, 1)
-	go func() {
+	s.wg.Go(func() {
 		// Not bounded by the call's context: after an interrupt the result
 		// is still wanted. A kill closes the connection, which ends the read.
 		msg, files, err := w.conn.Run(context.Background(), run, out.add)
 		done <- outcome{msg, files, err}
-	}()
+	})
 
 	var o outcome
 	var finished, killed bool

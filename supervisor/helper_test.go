@@ -60,7 +60,7 @@ func startHelperWorker(onExit func()) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newWorker(p, stdin, stderr, zap.NewNop(), onExit), nil
+	return newWorker(new(tracker), p, stdin, stderr, zap.NewNop(), onExit), nil
 }
 
 // serveUntilKilled is the "server" role: a supervisor whose workers have

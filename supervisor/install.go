@@ -43,6 +43,10 @@ type installer struct {
 	// snapshot holds (see pinDeps).
 	deps atomic.Pointer[[]string]
 
+	// bytecode makes and finds the compiled variants of wheels (see
+	// bytecode.go); nil installs wheels as they are.
+	bytecode *bytecoder
+
 	// plans are resolved sets of requirements, by the requirements: a
 	// repeated call asks no index for planTTL. Bounded, so that calls with
 	// ever new requirements cannot grow it without end.
@@ -196,15 +200,29 @@ func (in *installer) fetch(ctx context.Context, plan packages.Plan, installed ma
 
 // wheels names fetched files for the worker and marks them installed. The
 // bridge reads them from the cache as it sends them, a chunk at a time, so
-// a large wheel is never held whole here.
+// a large wheel is never held whole here. A wheel compiled to bytecode is
+// named by its compiled variant; one not compiled yet is queued for it (see
+// bytecode.go). Keys that name a set of files by their paths take
+// packages.SourcePath of each, which a compile does not change.
 func (in *installer) wheels(local []packages.LocalFile, installed map[string]bool) ([]bridge.Wheel, error) {
+	return in.wheelsOf(local, installed, true)
+}
+
+// wheelsOf is wheels, with the compiled variants only if compiled.
+func (in *installer) wheelsOf(local []packages.LocalFile, installed map[string]bool, compiled bool) ([]bridge.Wheel, error) {
 	wheels := make([]bridge.Wheel, len(local))
 	for i, f := range local {
-		fi, err := os.Stat(f.Path)
+		path := f.Path
+		if compiled {
+			if p, ok := in.bytecode.variant(in.cache, f); ok {
+				path = p
+			}
+		}
+		fi, err := os.Stat(path)
 		if err != nil {
 			return nil, fmt.Errorf("read %s from the package cache: %w", f.Filename, err)
 		}
-		wheels[i] = bridge.Wheel{File: bridge.File{Name: f.Filename, InstallDir: f.InstallDir, Size: fi.Size()}, Path: f.Path}
+		wheels[i] = bridge.Wheel{File: bridge.File{Name: f.Filename, InstallDir: f.InstallDir, Size: fi.Size()}, Path: path}
 		installed[f.Filename] = true
 	}
 	return wheels, nil
@@ -256,9 +274,17 @@ const maxImportRounds = 2
 //
 // A failure names the phase it happened in (finding imports, resolving and
 // downloading, installing).
-func (in *installer) fromImports(ctx context.Context, w *worker, code string, installed map[string]bool, out func(Line)) (reqs []string, phase string, err error) {
+//
+// inf records the first round's answer and the wheels installed; on a
+// worker of a learned set it also hides the set's modules and claims its
+// wheels instead of installing them (see [inference]), and the error is
+// errUnfit when the set is not what the rounds would install.
+func (in *installer) fromImports(ctx context.Context, w *worker, code string, installed map[string]bool, out func(Line), inf *inference) (reqs []string, phase string, err error) {
 	// Without the word there is no import statement to find: skip the round trip.
 	if !strings.Contains(code, "import") {
+		if len(inf.unclaimed) > 0 {
+			return nil, phaseImports, errUnfit
+		}
 		return nil, "", nil
 	}
 	progress := in.progress(out)
@@ -271,7 +297,7 @@ func (in *installer) fromImports(ctx context.Context, w *worker, code string, in
 	var missing []string
 	round := 0
 	for ; round < maxImportRounds; round++ {
-		if missing, err = w.conn.Imports(ctx, code); err != nil {
+		if missing, err = w.conn.Imports(ctx, code, inf.hidden()); err != nil {
 			return reqs, phaseImports, fmt.Errorf("find the code's imports: %w", err)
 		}
 		if in.toolsModule {
@@ -279,6 +305,9 @@ func (in *installer) fromImports(ctx context.Context, w *worker, code string, in
 				top, _, _ := strings.Cut(name, ".")
 				return top == "mcp_tools"
 			})
+		}
+		if round == 0 {
+			inf.first = slices.Clone(missing)
 		}
 		var fresh []packages.Inferred
 		for _, inf := range packages.InferImports(missing, nil, in.imports) {
@@ -303,11 +332,19 @@ func (in *installer) fromImports(ctx context.Context, w *worker, code string, in
 			notFound[imp] = pending{round, why}
 		}
 		if len(wheels) > 0 {
-			if err := w.conn.Install(ctx, wheels); err != nil {
+			if inf.unclaimed != nil {
+				if !inf.claim(wheels) {
+					return reqs, phaseImports, errUnfit
+				}
+			} else if err := w.conn.Install(ctx, wheels); err != nil {
 				return append(reqs, used...), phaseInstall, err
 			}
+			inf.wheels = append(inf.wheels, wheels...)
 		}
 		reqs = append(reqs, used...)
+	}
+	if len(inf.unclaimed) > 0 {
+		return reqs, phaseImports, errUnfit
 	}
 	// A name skipped in an earlier round that the last look still found
 	// missing, or one skipped in the last round, is really not there.

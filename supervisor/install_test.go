@@ -57,7 +57,7 @@ func TestWorkerImportsAndInstalls(t *testing.T) {
 	ctx := context.Background()
 
 	code := "import json, tinypkg\nfrom tinypkg import VALUE\nimport other.sub\nVALUE"
-	missing, err := w.conn.Imports(ctx, code)
+	missing, err := w.conn.Imports(ctx, code, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestImportsOfCodeThatCannotBeParsed(t *testing.T) {
 	// Nesting deep enough to exhaust the parser, then a syntax error: the
 	// worker answers with no imports and leaves the run to report them.
 	for _, code := range []string{"import a\n" + strings.Repeat("-", 200000) + "1", "import a\nx = ("} {
-		if missing, err := w.conn.Imports(ctx, code); err != nil || len(missing) != 0 {
+		if missing, err := w.conn.Imports(ctx, code, nil); err != nil || len(missing) != 0 {
 			t.Errorf("Imports(%.20q...) = %q, %v; want none", code, missing, err)
 		}
 	}

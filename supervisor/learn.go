@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,14 +15,23 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 )
 
 // Snapshots learned from use: when calls keep naming the same packages in
-// their PEP 723 block, the supervisor makes a memory snapshot with those
-// packages loaded, in the background, after the set's second use, and
-// keeps one warm worker restored from it while the set stays in use. A
-// later call with that set gets that worker: a fresh interpreter, but
-// with the packages' import already done (and before any user code ran).
+// their PEP 723 block, or keep importing what makes the same set of
+// packages, the supervisor makes a memory snapshot with those packages
+// loaded, in the background, after the set's second use, and keeps one
+// warm worker restored from it while the set stays in use. A later call
+// with that set gets that worker: a fresh interpreter, but with the
+// packages' import already done (and before any user code ran).
+//
+// A PEP 723 set is known before a worker is taken. A set inferred from
+// imports is known only once a worker has answered which of the code's
+// imports are missing, so it is guessed (see learnedGuess) and the worker
+// of the guessed set answers as a plain one would; if the rounds of
+// installs ask for anything but exactly its set, the worker is retired
+// and the call goes on with a plain one (see inference).
 const (
 	learnAfter = 2                // uses of a set before its snapshot is made
 	maxLearned = 4                // learned sets kept, least recently used evicted
@@ -34,6 +45,9 @@ type learner struct {
 	mu      sync.Mutex
 	uses    *expirable.LRU[string, int]
 	learned map[string]*learnedSet
+	// guesses are the sets that calls' imports made, each with the
+	// top-level modules its first round found missing.
+	guesses *expirable.LRU[string, guess]
 	making  bool // a snapshot is being made: one at a time
 }
 
@@ -42,10 +56,142 @@ type learnedSet struct {
 	rt      *runtimeFiles
 	lastUse time.Time
 	release func() // of its holds on the cache's entries
+	// modules are the top-level modules of each of the set's files (not
+	// --deps'), by file name: what a worker of the set hides when asked
+	// for a call's imports.
+	modules map[string][]string
+}
+
+// guess is a set that calls' imports made: a call whose import statements
+// name all of tops probably makes it again.
+type guess struct {
+	key  string
+	tops []string
+}
+
+// errUnfit is the error of the rounds of installs on a worker of a learned
+// set that ask for other packages than its set.
+var errUnfit = errors.New("the code's imports need other packages than the worker's learned set")
+
+// inference is what a call's rounds of installs from its imports
+// ([installer.fromImports]) found, and on a worker of a learned set what
+// they may still claim.
+type inference struct {
+	first  []string       // the names missing in the first round
+	wheels []bridge.Wheel // the files the rounds installed or claimed
+	// unclaimed, on a worker of a learned set (nil on any other), are the
+	// set's files that no round has asked for yet, with the top-level
+	// modules each provides. Those modules are hidden from the imports
+	// query, so that the rounds go as on a plain worker; a round that asks
+	// for those files claims them rather than installing them again.
+	unclaimed map[string][]string
+}
+
+// hidden returns the top-level modules of the files not claimed yet.
+func (inf *inference) hidden() []string {
+	var mods []string
+	for _, m := range inf.unclaimed {
+		mods = append(mods, m...)
+	}
+	slices.Sort(mods)
+	return slices.Compact(mods)
+}
+
+// claim takes wheels, which a round would install, from the files not
+// claimed yet, and reports whether they all were.
+func (inf *inference) claim(wheels []bridge.Wheel) bool {
+	for _, w := range wheels {
+		if _, ok := inf.unclaimed[w.Name]; !ok {
+			return false
+		}
+	}
+	for _, w := range wheels {
+		delete(inf.unclaimed, w.Name)
+	}
+	return true
 }
 
 func newLearner() *learner {
-	return &learner{uses: expirable.NewLRU[string, int](maxSets, nil, hotFor), learned: map[string]*learnedSet{}}
+	return &learner{
+		uses:    expirable.NewLRU[string, int](maxSets, nil, hotFor),
+		learned: map[string]*learnedSet{},
+		guesses: expirable.NewLRU[string, guess](maxSets, nil, hotFor),
+	}
+}
+
+// inference returns the start of the rounds of installs on a worker of
+// learned set key, or nil when the set is no longer known (its worker
+// cannot tell a plain answer).
+func (l *learner) inference(key string) *inference {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ls := l.learned[key]
+	if ls == nil {
+		return nil
+	}
+	inf := &inference{unclaimed: map[string][]string{}}
+	for name, mods := range ls.modules {
+		inf.unclaimed[name] = mods
+	}
+	return inf
+}
+
+// learnedGuess returns the learned set that code's imports probably make,
+// or "": of the sets whose first round's missing modules code's import
+// statements all name, the one with the most, then the one used last.
+func (s *Supervisor) learnedGuess(rt *runtimeFiles, code string) string {
+	if rt.key == "" {
+		return ""
+	}
+	tops := packages.GuessImports(code)
+	if len(tops) == 0 {
+		return ""
+	}
+	l := s.learn
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var best *learnedSet
+	key, most := "", 0
+	for _, g := range l.guesses.Values() {
+		ls := l.learned[g.key]
+		if ls == nil || len(g.tops) < most || !allIn(g.tops, tops) {
+			continue
+		}
+		if len(g.tops) > most || best == nil || ls.lastUse.After(best.lastUse) {
+			best, key, most = ls, g.key, len(g.tops)
+		}
+	}
+	return key
+}
+
+func allIn(names []string, set map[string]bool) bool {
+	for _, n := range names {
+		if !set[n] {
+			return false
+		}
+	}
+	return true
+}
+
+// learnInferred counts the set that a call's imports made (see learnUse),
+// and remembers which missing modules made it, for learnedGuess.
+func (s *Supervisor) learnInferred(rt *runtimeFiles, inf *inference) {
+	if len(inf.wheels) == 0 || rt.key == "" {
+		return
+	}
+	s.learnUse(rt, inf.wheels)
+	var tops []string
+	for _, name := range inf.first {
+		top, _, _ := strings.Cut(name, ".")
+		tops = append(tops, top)
+	}
+	slices.Sort(tops)
+	tops = slices.Compact(tops)
+	key := setKey(rt, inf.wheels)
+	l := s.learn
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.guesses.Add(key+"\x00"+strings.Join(tops, " "), guess{key: key, tops: tops})
 }
 
 // setKey names the set of package files wheels on top of rt. Their paths
@@ -58,7 +204,7 @@ func setKey(rt *runtimeFiles, wheels []bridge.Wheel) string {
 	}
 	names := make([]string, len(wheels))
 	for i, w := range wheels {
-		names[i] = w.Path
+		names[i] = packages.SourcePath(w.Path) // the same before and after a compile
 	}
 	slices.Sort(names)
 	for _, n := range names {
@@ -165,12 +311,20 @@ func (s *Supervisor) learnSet(rt *runtimeFiles, key string, wheels []bridge.Whee
 			modules[m] = true
 		}
 	}
+	own := map[string][]string{}
 	for _, w := range wheels {
 		if !hold(w.Path) {
 			return
 		}
 		set.wheels = append(set.wheels, w)
 		set.files[w.Name] = true
+		// Every module a file has, private ones too: a call may import them.
+		mods, err := packages.WheelModules(w.Path)
+		if err != nil && strings.HasSuffix(w.Name, ".whl") {
+			s.log.Debug("no learned snapshot", zap.String("set", key), zap.Error(err))
+			return
+		}
+		own[w.Name] = slices.Sorted(maps.Keys(mods))
 	}
 	if err := importable(wheels, modules); err != nil {
 		s.log.Debug("no learned snapshot", zap.String("set", key), zap.Error(err))
@@ -192,7 +346,7 @@ func (s *Supervisor) learnSet(rt *runtimeFiles, key string, wheels []bridge.Whee
 	learned = true
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.learned[key] = &learnedSet{rt: with, lastUse: time.Now(), release: release}
+	l.learned[key] = &learnedSet{rt: with, lastUse: time.Now(), release: release, modules: own}
 	if len(l.learned) > maxLearned {
 		oldest := ""
 		for k, ls := range l.learned {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/mcp-run-python/mcp-run-python/supervisor/backoff"
 )
 
 // Backoff of failed worker starts.
@@ -62,7 +64,7 @@ type pool struct {
 	// (see addrWatch): it is not kept warm. Nil when none can be.
 	stale    func(w *worker) bool
 	ctx      context.Context // the supervisor's: ends when it closes
-	wg       *sync.WaitGroup // the supervisor's: every goroutine that starts or kills workers
+	wg       *tracker        // the supervisor's: every goroutine that starts or kills workers
 	log      *zap.Logger
 	restarts prometheus.Counter
 	wait     prometheus.Observer
@@ -100,7 +102,7 @@ type startFailures struct {
 	n        int   // consecutive failed starts
 	lastErr  error // of the last one
 	retrying bool  // a backoff timer is pending; no starts of the kind until it fires
-	backoff  time.Duration
+	backoff  backoff.Backoff
 }
 
 // retrying reports whether starts of kind wait for their backoff. p.mu
@@ -567,14 +569,14 @@ func (p *pool) startOne(kind string) {
 		}
 		f := p.failed[kind]
 		if f == nil {
-			f = &startFailures{}
+			f = &startFailures{backoff: backoff.Backoff{Min: minBackoff, Max: maxBackoff}}
 			p.failed[kind] = f
 		}
 		f.n++
 		f.lastErr = err
-		f.backoff = min(max(2*f.backoff, minBackoff), maxBackoff)
+		wait := f.backoff.Next()
 		p.restarts.Inc()
-		p.log.Error("worker failed to start", zap.Error(err), zap.String("kind", kind), zap.Int("failures", f.n), zap.Duration("retry_in", f.backoff))
+		p.log.Error("worker failed to start", zap.Error(err), zap.String("kind", kind), zap.Int("failures", f.n), zap.Duration("retry_in", wait))
 		f.retrying = true
 		// Calls waiting for a worker that cannot come learn why now.
 		if err := p.unavailable(); err != nil {
@@ -583,7 +585,7 @@ func (p *pool) startOne(kind string) {
 			}
 			p.waiters = nil
 		}
-		time.AfterFunc(f.backoff, func() {
+		time.AfterFunc(wait, func() {
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			f.retrying = false

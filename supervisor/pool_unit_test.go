@@ -57,7 +57,7 @@ func newTestPool(t *testing.T, cfg poolConfig, setup ...func(*pool, *standIns)) 
 	t.Helper()
 	f := &standIns{}
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
+	var wg tracker
 	p := &pool{
 		cfg:      cfg,
 		start:    f.start,
@@ -70,7 +70,7 @@ func newTestPool(t *testing.T, cfg poolConfig, setup ...func(*pool, *standIns)) 
 	t.Cleanup(func() {
 		cancel()
 		p.close()
-		wg.Wait()
+		<-wg.shut()
 		if n := f.live.Load(); n != 0 {
 			t.Errorf("%d stand-in workers left after close", n)
 		}
@@ -235,7 +235,7 @@ func TestPoolCloseEndsItsWorkers(t *testing.T) {
 	if _, err := p.acquire(context.Background(), "", ""); !errors.Is(err, errClosed) {
 		t.Errorf("acquire after close: %v, want errClosed", err)
 	}
-	p.wg.Wait()
+	<-p.wg.shut()
 	if n := f.live.Load(); n != 0 {
 		t.Errorf("%d workers alive after close", n)
 	}

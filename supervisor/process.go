@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -73,11 +74,11 @@ type worker struct {
 	stderr []string // last lines, for error messages
 }
 
-// newWorker watches a started process: it collects its stderr, reaps it and
-// then runs cleanup.
-func newWorker(p process, stdin io.Closer, stderr io.Reader, log *zap.Logger, cleanup func()) *worker {
+// newWorker watches a started process on a goroutine of g: it collects its
+// stderr, reaps it and then runs cleanup.
+func newWorker(g *tracker, p process, stdin io.Closer, stderr io.Reader, log *zap.Logger, cleanup func()) *worker {
 	w := &worker{proc: p, stdin: stdin, exited: make(chan struct{}), released: make(chan struct{})}
-	go func() {
+	watch := func() {
 		w.collectStderr(stderr, log) // Wait closes the pipe: read it all first
 		w.exitErr = p.Wait()
 		// Dead before cleanup: removing a few MiB of DENO_DIR takes a while
@@ -86,7 +87,11 @@ func newWorker(p process, stdin io.Closer, stderr io.Reader, log *zap.Logger, cl
 		close(w.exited)
 		cleanup()
 		close(w.released)
-	}()
+	}
+	if !g.Go(watch) {
+		// Started by none of g's: a process is reaped, come what may.
+		go watch()
+	}
 	return w
 }
 
@@ -117,6 +122,7 @@ const (
 	roleCall     role = iota // one call in a fresh interpreter, from the pool
 	roleSession              // the calls of a session, keeping their state
 	roleSnapshot             // making the memory snapshot
+	roleCompile              // compiling packages to bytecode (bytecode.go); never runs user code
 )
 
 // policy is the sandbox of a worker: it reads the runtime files it needs and
@@ -165,6 +171,9 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 	defer withdraw()
 
 	policy, netGen := s.policy(rt, makeSnapshot)
+	if r == roleCompile {
+		policy.Network, netGen = permissions.Network{}, 0 // a compile reaches nothing
+	}
 	private := ""
 	if denoDir == "" {
 		denoDir = rt.noDenoDir
@@ -218,7 +227,13 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 		return nil, fmt.Errorf("start deno: %w", err)
 	}
 	log := s.log.With(zap.Int("pid", p.Pid()))
-	w := newWorker(p, stdin, stderr, log, removePrivate)
+	if r == roleCompile {
+		// A compile is background work: calls come first (bytecode.go).
+		if err := proc.Background(p.Pid()); err != nil {
+			log.Debug("a compile worker keeps its CPU priority", zap.Error(err))
+		}
+	}
+	w := newWorker(&s.wg, p, stdin, stderr, log, removePrivate)
 	w.netGen = netGen
 	// The config is one line; the pipe stays open as the worker's lifeline.
 	// A worker that died at once fails the write: its exit says why.
@@ -252,6 +267,14 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 		// imports of --deps can grow past the bridge's limit. No user code
 		// runs in this worker.
 		w.conn.SetReadLimit(maxSnapshotSize)
+		return w, nil
+	}
+	if r == roleCompile {
+		// Its one big frame is a wheel's bytecode, which bytecodeLimit
+		// bounds; it needs none of a serving worker's packages.
+		w.python = ready.Python
+		w.conn.SetReadLimit(maxBytecode + 1<<20)
+		_ = proc.Background(w.proc.Pid()) // the threads made since its start too
 		return w, nil
 	}
 	if err := s.serving(ctx, w, ready, rt); err != nil {
@@ -313,17 +336,14 @@ func (s *Supervisor) servingReadLimit() int64 {
 	return limit
 }
 
-// collectStderr logs what deno prints and keeps the last lines. User code
-// can print there too (through `import js`), so lines are logged at debug
-// level only, and cut to a sane length.
+// maxStderrLine is how much of one stderr line is kept and logged.
+const maxStderrLine = 1000
+
+// collectStderr logs what deno prints and keeps the last lines, until the
+// pipe ends. User code can print there too (through `import js`), so lines
+// are logged at debug level only, and cut to maxStderrLine bytes.
 func (w *worker) collectStderr(r io.Reader, log *zap.Logger) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 4096), 64*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		if len(line) > 1000 {
-			line = line[:1000] + "…"
-		}
+	for line := range stderrLinesOf(r, maxStderrLine) {
 		log.Debug("worker stderr", zap.String("line", line))
 		w.mu.Lock()
 		w.stderr = append(w.stderr, line)
@@ -331,6 +351,41 @@ func (w *worker) collectStderr(r io.Reader, log *zap.Logger) {
 			w.stderr = w.stderr[1:]
 		}
 		w.mu.Unlock()
+	}
+}
+
+// stderrLinesOf yields the lines of r without their line ends, until r
+// ends or fails. It reads every byte, however long a line is: a worker
+// whose stderr is not drained blocks on its next write, wedged until its
+// call's time limit. A line over limit bytes is cut to them, at a UTF-8
+// boundary, and says so.
+func stderrLinesOf(r io.Reader, limit int) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		br := bufio.NewReader(r)
+		var kept []byte // up to limit+1 bytes: cutText looks one past the cut
+		total := 0      // bytes of the line so far, kept or not
+		emit := func() bool {
+			line := string(kept)
+			if total > limit {
+				line = fmt.Sprintf("%s… [cut: the line has %d bytes]", cutText(line, limit), total)
+			}
+			kept, total = kept[:0], 0
+			return yield(line)
+		}
+		for {
+			part, more, err := br.ReadLine()
+			if err != nil {
+				if total > 0 {
+					emit()
+				}
+				return
+			}
+			total += len(part)
+			kept = append(kept, part[:min(len(part), limit+1-len(kept))]...)
+			if !more && !emit() {
+				return
+			}
+		}
 	}
 }
 

@@ -38,11 +38,22 @@ type Session struct {
 
 // NewSession starts a session's worker and returns once it is ready.
 func (s *Supervisor) NewSession(ctx context.Context) (*Session, error) {
-	if _, err := s.ensure(ctx, func(step string) { s.log.Info(step) }); err != nil {
+	if !s.wg.enter() {
+		return nil, errClosed
+	}
+	defer s.wg.leave()
+	if _, err := s.ensure(ctx, nil); err != nil {
 		return nil, err
 	}
+	// Close stops the start rather than wait for it.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.ctx, cancel)()
 	w, err := s.startWorker(ctx, roleSession, "")
 	if err != nil {
+		if s.ctx.Err() != nil {
+			return nil, errClosed
+		}
 		return nil, fmt.Errorf("start the session's worker: %w", err)
 	}
 	return s.addSession(w)
@@ -58,7 +69,7 @@ func (s *Supervisor) addSession(w *worker) (*Session, error) {
 		return nil, errClosed
 	}
 	s.sessions[ss] = struct{}{}
-	go ss.watch(s.ctx, w.proc, s.idleLimits())
+	s.wg.Go(func() { ss.watch(s.ctx, w.proc, s.idleLimits()) })
 	return ss, nil
 }
 
@@ -93,6 +104,10 @@ func (ss *Session) worker() *worker {
 // killed (time, memory) or crashed ends it, says so in its result, and
 // every later call fails with ErrSessionLost.
 func (ss *Session) Run(ctx context.Context, req Request) (Result, error) {
+	if !ss.s.wg.enter() {
+		return Result{}, errClosed
+	}
+	defer ss.s.wg.leave()
 	if err := ss.take(ctx); err != nil {
 		return Result{}, err
 	}

@@ -90,7 +90,7 @@ func (p *fakeProcess) useCPU(d time.Duration) {
 func fakeSession(t *testing.T, s *Supervisor) (*Session, *fakeProcess) {
 	t.Helper()
 	p := newFakeProcess()
-	w := newWorker(p, nopCloser{}, strings.NewReader(""), zap.NewNop(), func() {})
+	w := newWorker(new(tracker), p, nopCloser{}, strings.NewReader(""), zap.NewNop(), func() {})
 	ss, err := s.addSession(w)
 	if err != nil {
 		t.Fatal(err)

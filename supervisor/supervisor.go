@@ -200,9 +200,13 @@ type Supervisor struct {
 
 	ctx    context.Context // ends when the supervisor closes
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // every goroutine that starts or kills workers
+	// wg counts the calls in the supervisor and every goroutine it
+	// starts, and admits no call once Close has begun: Close waits for it.
+	wg tracker
 
-	prep     chan struct{}                // held while the runtime is being prepared
+	prepMu   sync.Mutex
+	prepared *preparation                 // the last preparation of the runtime; guarded by prepMu
+	prep     chan struct{}                // held while the runtime is being prepared or repaired
 	rt       atomic.Pointer[runtimeFiles] // set once prepared, before the pool begins; replaced by repair
 	bridge   *bridge.Server
 	pkgs     *installer // set with rt
@@ -225,7 +229,7 @@ type Supervisor struct {
 }
 
 // errClosed is what calls get once Close has begun.
-var errClosed = errors.New("supervisor closed")
+var errClosed = errors.New("the supervisor is closed: it runs no more calls")
 
 // New returns a supervisor for cfg. It starts nothing: see Start and Warmup.
 func New(cfg Config, log *zap.Logger) *Supervisor {
@@ -325,78 +329,29 @@ func knownPythonVersion(cacheDir string) string {
 
 // Start prepares the runtime and warms the pool in the background and returns
 // at once, so that a server can answer initialize before Pyodide is loaded.
-// A failure is logged; calls retry the preparation. Close stops the
-// preparation: a server that fails to start (its address is taken) ends at
-// once, without a second, misleading error about the runtime.
+// The preparation is the supervisor's, not ctx's: Close stops it, so that a
+// server that fails to start (its address is taken) ends at once, without a
+// second, misleading error about the runtime. A failure is logged; calls
+// retry the preparation.
 func (s *Supervisor) Start(ctx context.Context) {
-	s.wg.Go(func() {
-		ctx, stop := context.WithCancel(ctx)
-		defer stop()
-		defer context.AfterFunc(s.ctx, stop)()
-		if _, err := s.ensure(ctx, func(step string) { s.log.Info(step) }); err != nil {
-			if ctx.Err() != nil || errors.Is(err, errClosed) {
-				s.log.Debug("runtime preparation stopped", zap.Error(err))
-				return
-			}
-			s.log.Error("cannot prepare the Python runtime", zap.Error(err))
-		}
-	})
+	if !s.wg.enter() {
+		return
+	}
+	defer s.wg.leave()
+	_, _ = s.preparing()
 }
 
 // Warmup prepares everything a first call needs (runtime files, Pyodide, the
 // memory snapshot), reporting each step to progress, and starts the pool.
+// Returning early when ctx ends, it leaves the preparation running: Close
+// stops it.
 func (s *Supervisor) Warmup(ctx context.Context, progress func(step string)) error {
+	if !s.wg.enter() {
+		return errClosed
+	}
+	defer s.wg.leave()
 	_, err := s.ensure(ctx, progress)
 	return err
-}
-
-// ensure prepares the runtime once and starts the pool's slots.
-func (s *Supervisor) ensure(ctx context.Context, progress func(string)) (*runtimeFiles, error) {
-	select {
-	case s.prep <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for the runtime: %w", ctx.Err())
-	case <-s.ctx.Done():
-		return nil, errClosed
-	}
-	defer func() { <-s.prep }()
-	if rt := s.rt.Load(); rt != nil {
-		return rt, nil
-	}
-	if s.run == nil {
-		run, err := openRunDir(s.log)
-		if err != nil {
-			return nil, err
-		}
-		s.run = run
-	}
-	if s.bridge == nil {
-		b, err := bridge.Listen(s.log, s.bridgeReadLimit(), bridgeSocket(s.run))
-		if err != nil {
-			return nil, err
-		}
-		s.bridge = b
-	}
-	rt, err := s.prepare(ctx, progress)
-	if err != nil {
-		return nil, err
-	}
-	if v, err := pythonVersion(rt.pyodide); err == nil {
-		s.python.Store(v)
-	}
-	pkgs, err := newInstaller(s.cfg, rt.pyodide, s.log)
-	if err != nil {
-		return nil, fmt.Errorf("package installer: %w", err)
-	}
-	s.pkgs = pkgs
-	rt = s.withDeps(ctx, rt, progress)
-	s.rt.Store(rt)
-	s.holdRuntime(rt)
-	s.pool.begin()
-	if s.addrs != nil {
-		s.wg.Go(func() { s.addrs.watch(s.ctx, addrPoll) })
-	}
-	return rt, nil
 }
 
 // repair rebuilds a runtime that lost what, a file it needs (a cleaner of
@@ -428,6 +383,10 @@ func (s *Supervisor) repair(ctx context.Context, broken *runtimeFiles, what stri
 // time limit and crashes of its worker are reported in the Result; the
 // error is for calls that could not be run at all.
 func (s *Supervisor) Run(ctx context.Context, req Request) (Result, error) {
+	if !s.wg.enter() {
+		return Result{}, errClosed
+	}
+	defer s.wg.leave()
 	return s.serve(ctx, req, nil)
 }
 
@@ -466,7 +425,7 @@ func (s *Supervisor) serve(ctx context.Context, req Request, ss *Session) (res R
 	if err != nil {
 		return installError(nil, err, onLine), nil
 	}
-	if _, err := s.ensure(ctx, func(step string) { s.log.Info(step) }); err != nil {
+	if _, err := s.ensure(ctx, nil); err != nil {
 		return Result{}, err
 	}
 	// One time limit for the whole call: fetching, installing and running
@@ -488,38 +447,49 @@ func (s *Supervisor) serve(ctx context.Context, req Request, ss *Session) (res R
 	}
 	w := ss.worker()
 	if w == nil {
+		rt := s.rt.Load()
 		kind := ""
 		if fromScript {
-			kind = s.learnUse(s.rt.Load(), wheels)
+			kind = s.learnUse(rt, wheels)
+		} else {
+			kind = s.learnedGuess(rt, code)
 		}
-		waited := time.Now()
-		if w, err = s.takeWorker(ctx, req.Principal, kind); err != nil {
+		if w, err = s.takeWorkerWithin(ctx, limit, req.Principal, kind); err != nil {
 			return Result{}, err
 		}
-		defer s.pool.retire(w)
-		limit.extend(time.Since(waited))
-		// A worker of a learned set has its packages installed already.
-		wheels = slices.DeleteFunc(wheels, func(wh bridge.Wheel) bool { return w.installed[wh.Name] })
+		defer func() {
+			if w != nil {
+				s.pool.retire(w)
+			}
+		}()
 	}
+	// A worker of a learned set has its packages installed already.
+	wheels = slices.DeleteFunc(wheels, func(wh bridge.Wheel) bool { return w.installed[wh.Name] })
 	installCtx, cancel := limit.context(ctx)
-	defer cancel()
+	defer func() { cancel() }()
 	reqs := script
 	if !fromScript {
-		if len(wheels) > 0 {
-			// --deps first: what they bring is then importable, not inferred.
-			if err := w.conn.Install(installCtx, wheels); err != nil {
-				return s.installFailed(ctx, limit, phaseInstall, nil, err, onLine)
-			}
-			wheels = nil
-		}
-		// Installs what the imports need, in rounds (see fromImports).
 		var phase string
-		if reqs, phase, err = s.pkgs.fromImports(installCtx, w, code, installed, installOut); err != nil {
+		reqs, phase, err = s.installImports(installCtx, w, wheels, code, installed, installOut, ss == nil)
+		if errors.Is(err, errUnfit) {
+			// The guess was wrong: the rounds again, on a plain worker.
+			s.log.Debug("a learned set's worker does not fit the call", zap.String("set", w.kind))
+			s.pool.retire(w)
+			w = nil
+			if w, err = s.takeWorkerWithin(ctx, limit, req.Principal, ""); err != nil {
+				return Result{}, err
+			}
+			cancel()
+			installCtx, cancel = limit.context(ctx)
+			reqs, phase, err = s.installImports(installCtx, w, wheels, code, installed, installOut, ss == nil)
+		}
+		if err != nil {
 			if phase == phaseImports && !limit.passed() {
 				return Result{}, err
 			}
 			return s.installFailed(ctx, limit, phase, reqs, err, onLine)
 		}
+		wheels = nil
 	}
 	if len(wheels) > 0 {
 		if err := w.conn.Install(installCtx, wheels); err != nil {
@@ -561,6 +531,57 @@ func (s *Supervisor) installFailed(ctx context.Context, limit *deadline, phase s
 	}
 	s.log.Warn("cannot install packages", zap.Strings("requirements", reqs), zap.Error(err))
 	return installError(reqs, err, onLine), nil
+}
+
+// takeWorkerWithin takes a warm worker of kind (see takeWorker); the call's
+// time limit stops while it waits.
+func (s *Supervisor) takeWorkerWithin(ctx context.Context, limit *deadline, principal, kind string) (*worker, error) {
+	waited := time.Now()
+	w, err := s.takeWorker(ctx, principal, kind)
+	limit.extend(time.Since(waited))
+	return w, err
+}
+
+// installImports installs onto w the --deps files it lacks, then what
+// code's imports need (see [installer.fromImports]), and returns the
+// requirements. --deps go first: what they bring is then importable, not
+// inferred.
+//
+// On a worker of a learned set the lines go out only once the set proved
+// to fit: a worker that does not fit (errUnfit) leaves nothing in the
+// call's output. With learn (a fresh interpreter's call, not a session's),
+// the set the rounds made counts toward learning it.
+func (s *Supervisor) installImports(ctx context.Context, w *worker, deps []bridge.Wheel, code string, installed map[string]bool, out func(Line), learn bool) ([]string, string, error) {
+	if len(deps) > 0 {
+		if err := w.conn.Install(ctx, deps); err != nil {
+			return nil, phaseInstall, err
+		}
+	}
+	inf := &inference{}
+	var held []Line
+	var heldMu sync.Mutex
+	onLine := out
+	if w.kind != "" {
+		if inf = s.learn.inference(w.kind); inf == nil {
+			return nil, phaseImports, errUnfit
+		}
+		onLine = func(l Line) {
+			heldMu.Lock()
+			defer heldMu.Unlock()
+			held = append(held, l)
+		}
+	}
+	reqs, phase, err := s.pkgs.fromImports(ctx, w, code, installed, onLine, inf)
+	if errors.Is(err, errUnfit) {
+		return reqs, phase, err
+	}
+	for _, l := range held {
+		out(l)
+	}
+	if err == nil && learn {
+		s.learnInferred(s.rt.Load(), inf)
+	}
+	return reqs, phase, err
 }
 
 // pingTimeout bounds how long a warm worker may take to answer before it
@@ -616,19 +637,20 @@ func (s *Supervisor) PythonVersion() string {
 	return s.python.Load().(string)
 }
 
-// Close stops all workers, cancelling the calls they run, waits for them
-// to be gone, and then lets go of the cache entries it holds.
+// Close stops all workers, cancelling the calls they run and the
+// preparation of the runtime, and refuses new calls with an error. It
+// waits, within ctx, for the calls to return and for every goroutine of the
+// supervisor to end, and then closes the bridge, removes the run directory
+// and lets go of the cache entries it holds: once it returns nil, nothing
+// of the supervisor is left.
 func (s *Supervisor) Close(ctx context.Context) error {
 	s.cancel()
+	// Before shut: their kills run on goroutines of the tracker, which
+	// starts none once shut with nothing running.
 	s.pool.close()
 	s.closeSessions()
-	done := make(chan struct{})
-	go func() {
-		s.wg.Wait()
-		close(done)
-	}()
 	select {
-	case <-done:
+	case <-s.wg.shut():
 	case <-ctx.Done():
 		return ctx.Err()
 	}

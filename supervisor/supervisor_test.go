@@ -37,6 +37,9 @@ func killPid(t *testing.T, pid int) {
 // testDeno finds deno as the Makefile does; these tests need the real thing.
 func testDeno(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs deno and Pyodide: not with -short")
+	}
 	if d := os.Getenv("MCP_RUN_PYTHON_DENO"); d != "" {
 		return d
 	}

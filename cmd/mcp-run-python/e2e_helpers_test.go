@@ -103,6 +103,9 @@ func TestMain(m *testing.M) {
 // Any failure fails the test: the end-to-end tests are never skipped.
 func setup(t *testing.T) *e2eSetup {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("end to end, with deno and Pyodide: not with -short")
+	}
 	setupOnce.Do(func() { sharedSetup, setupErr = prepare() })
 	if setupErr != nil {
 		t.Fatal(setupErr)

@@ -480,6 +480,7 @@ await js.fetch('http://192.168.1.1/')`},
 		{name: "net_default_port_scan", code: portScan},
 		// Python's own HTTP clients fetch too (runner.py's _fetch), under the
 		// same policy; a refusal names the flags.
+		{name: "net_default_urlopen_local_service", code: "import urllib.request\nurllib.request.urlopen('http://$LOCAL/')"},
 		{name: "unix_socket", code: "import js\nawait js.Deno.connect(js.eval(\"({transport: 'unix', path: '$SOCKET'})\"))"},
 		{name: "vsock", code: "import js\nawait js.Deno.connect(js.eval(\"({transport: 'vsock', cid: 1, port: 1234})\"))"},
 		{name: "bridge_connect", code: "import js\nawait js.Deno.connect(js.eval(\"({transport: 'unix', path: '$BRIDGE'})\"))"},
@@ -492,13 +493,19 @@ await js.fetch('http://192.168.1.1/')`},
 		{name: "off_listen", server: serverOffline, code: "import js\njs.Deno.listen(js.eval(\"({hostname: '127.0.0.1', port: 0})\"))"},
 		{name: "off_resolve_dns", server: serverOffline, code: "import js\nawait js.Deno.resolveDns('localhost', 'A', js.eval(\"({nameServer: {ipAddr: '127.0.0.1', port: 53}})\"))"},
 		{name: "off_pyfetch", server: serverOffline, code: "from pyodide.http import pyfetch\nawait pyfetch('http://$OTHER/')"},
+		{name: "off_http_client", server: serverOffline, code: "import http.client\nc = http.client.HTTPConnection('$LOCAL')\nc.request('GET', '/')"},
 
 		// --allow-net for one local port: that port only, even on loopback.
 		{name: "allow_fetch_allowed", server: serverAllowNet, code: "import js\nr = await js.fetch('http://$LOCAL/')\nawait r.text()"},
 		{name: "allow_fetch_other_port", server: serverAllowNet, code: "import js\nawait js.fetch('http://$OTHER/')"},
 		{name: "allow_redirect_to_other_port", server: serverAllowNet, code: "import js\nawait js.fetch('http://$LOCAL/redirect?to=http://$OTHER/')"},
 		{name: "allow_fetch_localhost_alias", server: serverAllowNet, code: "import js\nawait js.fetch('http://localhost:$LOCAL_PORT/')"},
+		{name: "allow_urlopen_allowed", server: serverAllowNet, code: "import urllib.request\nr = urllib.request.urlopen('http://$LOCAL/', timeout=5)\nr.status, r.read()"},
+		{name: "allow_http_client_allowed", server: serverAllowNet, code: "import http.client\nc = http.client.HTTPConnection('$LOCAL', timeout=5)\nc.request('POST', '/', body=b'x')\nr = c.getresponse()\nfirst = r.status, r.read()\nc.request('GET', '/again')\nfirst, c.getresponse().read()"},
 		// What urllib3 2.x's Emscripten backend (and so requests) fetches with.
+		{name: "allow_run_sync_fetch", server: serverAllowNet, code: "import js\nfrom pyodide.ffi import can_run_sync, run_sync\nr = run_sync(js.fetch('http://$LOCAL/'))\ncan_run_sync(), r.status, run_sync(r.text())"},
+		{name: "allow_urlopen_other_port", server: serverAllowNet, code: "import urllib.request\nurllib.request.urlopen('http://$OTHER/')"},
+		{name: "allow_urlopen_redirect_to_other_port", server: serverAllowNet, code: "import urllib.request\nurllib.request.urlopen('http://$LOCAL/redirect?to=http://$OTHER/')"},
 		{name: "allow_connect_bridge", server: serverAllowNet, code: "import js\nawait js.Deno.connect(js.eval(\"({transport: 'unix', path: '$BRIDGE'})\"))"},
 		{name: "allow_websocket_bridge", server: serverAllowNet, code: bridgeWebSocket},
 

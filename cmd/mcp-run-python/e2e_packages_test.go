@@ -399,24 +399,8 @@ func TestPackagesLearnedSnapshot(t *testing.T) {
 	for range 2 {
 		c.expectRun(t, code, imported)
 	}
-	// Until the snapshot is made, and a worker restored from it is warm
-	// (again after each call), calls import the package themselves.
-	untilLoaded := func() {
-		t.Helper()
-		deadline := time.Now().Add(startTimeout)
-		for {
-			got := c.run(t, code)
-			if got == loaded {
-				return
-			}
-			if got != imported || time.Now().After(deadline) {
-				t.Fatalf("call after the set's second use:\n got: %q\nwant: %q (or, for a while, %q)\nserver's log:\n%s", got, loaded, imported, c.stderr)
-			}
-			time.Sleep(200 * time.Millisecond) // bounded polling for the learned worker
-		}
-	}
-	untilLoaded()
-	untilLoaded() // a fresh one: x is 1 again
+	untilLoaded(t, c, code, imported, loaded)
+	untilLoaded(t, c, code, imported, loaded) // a fresh one: x is 1 again
 	// Other calls are not affected.
 	c.expectRun(t, "import sys\n'learned' in sys.modules", "<status>success</status>\n<return_value>\nfalse\n</return_value>")
 	for range 8 {
@@ -425,6 +409,64 @@ func TestPackagesLearnedSnapshot(t *testing.T) {
 	stored, _ := filepath.Glob(filepath.Join(s.cacheDir, "codecache", "*", "location_data"))
 	if len(stored) > 0 {
 		t.Errorf("the Cache API's data in code cache templates: %v", stored)
+	}
+}
+
+// TestPackagesLearnedFromImports: a set of packages that calls' plain
+// imports keep making is learned too (no PEP 723 block): later calls start
+// with it loaded, and answer byte for byte as on a plain worker (the same
+// dependencies, each a fresh interpreter). A call whose imports need more
+// than the set, or whose import statements only look like the set's, gets
+// what a plain worker gives.
+func TestPackagesLearnedFromImports(t *testing.T) {
+	s := setup(t)
+	r := &pt.Repo{}
+	nonce := make([]byte, 8)
+	rand.Read(nonce)
+	tag := hex.EncodeToString(nonce)
+	r.Add(pt.Wheel{Name: "inferred", Version: "1.0", Requires: []string{"inferredhelper"}, Source: "print('loading inferred')\n# " + tag + "\nimport inferredhelper\n"})
+	r.Add(pt.Wheel{Name: "inferredhelper", Version: "2.0", Source: "# " + tag + "\n"})
+	r.Add(pt.Wheel{Name: "other", Version: "1.0"})
+	c := startTarget(t, s, modeStdio, "--log-level", "debug", "--index-url", r.Location(t, pt.Variant{JSON: true, Dir: true})).connect(t)
+	deps := "<status>success</status>\n<dependencies>[\"inferred\"]</dependencies>\n"
+	printed := "<output>\nloading inferred\n</output>\n"
+	code := "import json, inferred\nx = globals().get('x', 0) + 1\nx, json.dumps(inferred.inferredhelper.__name__)"
+	value := "<return_value>\n[\n  1,\n  \"\\\"inferredhelper\\\"\"\n]\n</return_value>"
+	for range 2 {
+		c.expectRun(t, code, deps+printed+value)
+	}
+	untilLoaded(t, c, code, deps+printed+value, deps+value)
+	untilLoaded(t, c, code, deps+printed+value, deps+value) // a fresh one: x is 1 again
+	// Other code with the same imports gets the set too.
+	code, value = "from inferred import inferredhelper as h\nh.__name__", "<return_value>\ninferredhelper\n</return_value>"
+	untilLoaded(t, c, code, deps+printed+value, deps+value)
+	// Imports that need more than the set: the plain answer, with both.
+	c.expectRun(t, "import inferred, other\n1",
+		"<status>success</status>\n<dependencies>[\"inferred\",\"other\"]</dependencies>\n"+printed+"<return_value>\n1\n</return_value>")
+	// A statement that looks like the set's import but is in a string: no
+	// package, as on a plain worker.
+	c.expectRun(t, "s = '''\nimport inferred\n'''\nimport sys\n'inferred' in sys.modules",
+		"<status>success</status>\n<return_value>\nfalse\n</return_value>")
+	c.expectRun(t, "import sys\n'inferred' in sys.modules", "<status>success</status>\n<return_value>\nfalse\n</return_value>")
+}
+
+// untilLoaded calls code until its answer is loaded: until a learned set's
+// snapshot is made, and a worker restored from it is warm (again after each
+// call), calls import the package themselves and answer imported.
+func untilLoaded(t *testing.T, c *e2eClient, code, imported, loaded string) {
+	t.Helper()
+	// Making the set's snapshot, then restoring a worker from it, took up
+	// to 30 s on two loaded cores.
+	deadline := time.Now().Add(3 * startTimeout)
+	for {
+		got := c.run(t, code)
+		if got == loaded {
+			return
+		}
+		if got != imported || time.Now().After(deadline) {
+			t.Fatalf("call after the set's second use:\n got: %q\nwant: %q (or, for a while, %q)\nserver's log:\n%s", got, loaded, imported, c.stderr)
+		}
+		time.Sleep(200 * time.Millisecond) // bounded polling for the learned worker
 	}
 }
 

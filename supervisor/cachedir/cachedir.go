@@ -12,7 +12,7 @@
 //	js/<version>/                          Program: a worker program
 //	pyodide/<version>/                     Pyodide: an npm install of Pyodide
 //	snapshots/<key>.bin, codecache/<key>/  Snapshot: a memory snapshot and its V8 code-cache template
-//	packages/wheels/sha256/<sha256>/       Wheel: a package file, by its content's hash
+//	packages/wheels/sha256/<sha256>/       Wheel: a package file, by its content's hash, and its compiled variants
 //	packages/index/<index>/<project>.json  IndexPage: an index page, kept for offline use
 //
 // A snapshot is a pair whose main path is the .bin file; either half may be

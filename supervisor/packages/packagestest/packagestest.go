@@ -13,10 +13,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	pathpkg "path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -173,6 +175,55 @@ func (r *Repo) Add(w Wheel) *File {
 	}
 	r.Files = append(r.Files, f)
 	return f
+}
+
+// AddWheelFile adds a prebuilt wheel, read from path, and returns its File.
+// Its project and METADATA are read from the wheel itself, as an index
+// would list them.
+func (r *Repo) AddWheelFile(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the wheel: %w", err)
+	}
+	name := filepath.Base(path)
+	project, _, ok := strings.Cut(strings.TrimSuffix(name, ".whl"), "-")
+	if !ok || !strings.HasSuffix(name, ".whl") {
+		return nil, fmt.Errorf("%s is not named as a wheel", name)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var metadata []byte
+	for _, zf := range zr.File {
+		dir, file := pathpkg.Split(zf.Name)
+		if file != "METADATA" || !strings.HasSuffix(dir, ".dist-info/") || strings.Count(dir, "/") != 1 {
+			continue
+		}
+		rc, err := zf.Open()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		metadata, err = io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	if metadata == nil {
+		return nil, fmt.Errorf("%s has no .dist-info/METADATA", name)
+	}
+	f := &File{Project: Normalize(project), Filename: name, Data: data, SHA256: SHA256(data), Metadata: metadata}
+	for line := range strings.Lines(string(metadata)) {
+		if v, ok := strings.CutPrefix(line, "Requires-Python:"); ok {
+			f.RequiresPython = strings.TrimSpace(v)
+		}
+		if strings.TrimSpace(line) == "" {
+			break // the description follows
+		}
+	}
+	r.Files = append(r.Files, f)
+	return f, nil
 }
 
 // AddSdist adds a source distribution, which Pyodide cannot install.

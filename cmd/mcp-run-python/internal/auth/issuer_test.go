@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
@@ -53,6 +52,7 @@ type issuerOptions struct {
 	oidcOnly bool   // serve only OpenID Connect discovery, at the appended URL
 	claimed  string // the issuer that the metadata names, if not the real one
 	down     bool   // start down
+	padding  int    // bytes of white space after the JWKS
 }
 
 // testIssuer is an authorization server on a local TLS listener: it
@@ -102,6 +102,9 @@ func newTestIssuer(t *testing.T, opts issuerOptions) *testIssuer {
 			keys := map[string]any{"keys": iss.public}
 			iss.mu.Unlock()
 			writeJSON(t, w, keys)
+			if opts.padding > 0 {
+				_, _ = w.Write([]byte(strings.Repeat(" ", opts.padding)))
+			}
 		default:
 			http.NotFound(w, r)
 		}
@@ -244,7 +247,7 @@ func signWith(t *testing.T, alg jwa.SignatureAlgorithm, key any, header, claims 
 // construction must succeed.
 func newTestOAuth(t *testing.T, iss *testIssuer, clock *fakeClock, scopes ...string) *OAuth {
 	t.Helper()
-	o, err := newOAuth(context.Background(), OAuthConfig{
+	o, err := newOAuth(t.Context(), OAuthConfig{
 		Issuer:     iss.issuer,
 		Audience:   testAudience,
 		Scopes:     scopes,
@@ -253,6 +256,33 @@ func newTestOAuth(t *testing.T, iss *testIssuer, clock *fakeClock, scopes ...str
 	}, clock.Now)
 	if err != nil {
 		t.Fatalf("newOAuth: %v", err)
+	}
+	return o
+}
+
+// roundTripFunc is an http.RoundTripper.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// newBubbleOAuth returns an OAuth for iss on the real clock, for a test in
+// a testing/synctest bubble, where that clock is fake: its client calls
+// the issuer's handler on the caller's goroutine rather than over the
+// network, so that every goroutine of a fetch is in the bubble and waits
+// durably. iss must have been started outside the bubble.
+func newBubbleOAuth(t *testing.T, iss *testIssuer) *OAuth {
+	t.Helper()
+	handler := iss.srv.Config.Handler
+	client := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, r)
+		resp := rec.Result()
+		resp.Request = r
+		return resp, nil
+	})}
+	o, err := NewOAuth(t.Context(), OAuthConfig{Issuer: iss.issuer, Audience: testAudience, HTTPClient: client, Log: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatalf("NewOAuth: %v", err)
 	}
 	return o
 }

@@ -37,8 +37,9 @@ type OAuthConfig struct {
 	// Scopes must all be granted by a token; none when empty.
 	Scopes []string
 	// HTTPClient fetches the metadata and the keys; nil means a client
-	// with a 10 s timeout. Every redirect it follows must pass the checks
-	// of the issuer's URL.
+	// with a 10 s timeout, which also bounds the timeout of a client
+	// given. Every redirect it follows must pass the checks of the
+	// issuer's URL.
 	HTTPClient *http.Client
 	// Log gets discovery, key fetches and their failures; nil means none.
 	Log *zap.Logger
@@ -60,7 +61,8 @@ type OAuth struct {
 // that answers without usable metadata (a wrong issuer URL, or one that
 // names another issuer) is an error. An issuer that is down is logged and
 // tried again when tokens come, which meanwhile are answered 503: a server
-// that starts while its issuer restarts then recovers by itself.
+// that starts while its issuer restarts then recovers by itself. The keys
+// are fetched again in the background until ctx ends.
 func NewOAuth(ctx context.Context, cfg OAuthConfig) (*OAuth, error) {
 	return newOAuth(ctx, cfg, time.Now)
 }
@@ -87,19 +89,28 @@ func newOAuth(ctx context.Context, cfg OAuthConfig, now func() time.Time) (*OAut
 		c := *cfg.HTTPClient
 		client = &c
 	}
+	// The cache's fetches in the background have no deadline of their own.
+	if client.Timeout <= 0 || client.Timeout > fetchTimeout {
+		client.Timeout = fetchTimeout
+	}
 	client.CheckRedirect = checkRedirect(client.CheckRedirect)
 	log := cfg.Log
 	if log == nil {
 		log = zap.NewNop()
 	}
+	keys, err := newKeySet(ctx, cfg.Issuer, client, log, now)
+	if err != nil {
+		return nil, err
+	}
 	o := &OAuth{
 		issuer:   cfg.Issuer,
 		audience: cfg.Audience,
 		scopes:   slices.Clone(cfg.Scopes),
-		keys:     newKeySet(cfg.Issuer, client, log, now),
+		keys:     keys,
 		now:      now,
 	}
 	if err := o.keys.prefetch(ctx); errors.Is(err, errNoMetadata) {
+		keys.close()
 		return nil, err
 	}
 	return o, nil

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
@@ -204,7 +205,7 @@ func TestNewOAuthRefuses(t *testing.T) {
 				cfg.Audience = ""
 			}
 			cfg.Log = zaptest.NewLogger(t)
-			o, err := NewOAuth(context.Background(), cfg)
+			o, err := NewOAuth(t.Context(), cfg)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("NewOAuth = %v, %v; want error with %q", o, err, tt.wantErr)
 			}
@@ -247,7 +248,7 @@ func TestOAuthIssuerUnreachable(t *testing.T) {
 	srv := httptest.NewTLSServer(nil)
 	client := srv.Client()
 	srv.Close()
-	o, err := NewOAuth(context.Background(), OAuthConfig{Issuer: srv.URL, Audience: testAudience, HTTPClient: client, Log: zaptest.NewLogger(t)})
+	o, err := NewOAuth(t.Context(), OAuthConfig{Issuer: srv.URL, Audience: testAudience, HTTPClient: client, Log: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatalf("NewOAuth with the issuer unreachable: %v", err)
 	}
@@ -326,26 +327,89 @@ func TestOAuthRefreshRateLimit(t *testing.T) {
 	}
 }
 
+// TestOAuthKeysSizeLimit: a JWKS larger than maxKeysSize is not read.
+func TestOAuthKeysSizeLimit(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		padding int
+		refused bool
+	}{
+		{"within the limit", maxKeysSize / 2, false},
+		{"above the limit", maxKeysSize, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			iss := newTestIssuer(t, issuerOptions{padding: tt.padding})
+			clock := newFakeClock()
+			o := newTestOAuth(t, iss, clock)
+			_, err := o.Authenticate(t.Context(), iss.sign(t, "rsa", iss.claims(clock.Now())))
+			switch {
+			case !tt.refused && err != nil:
+				t.Fatalf("Authenticate: %v", err)
+			case tt.refused && (!errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "exceeded max size")):
+				t.Fatalf("Authenticate error %v, want ErrUnavailable for a JWKS above the limit", err)
+			}
+		})
+	}
+}
+
+// TestOAuthKeysExpire: the cache fetches the keys again after keysMaxAge
+// by itself, so that a key the issuer has withdrawn stops being accepted.
 func TestOAuthKeysExpire(t *testing.T) {
 	iss := newTestIssuer(t, issuerOptions{})
-	clock := newFakeClock()
-	o := newTestOAuth(t, iss, clock)
-	iss.removeKey("ec")
+	synctest.Test(t, func(t *testing.T) {
+		o := newBubbleOAuth(t, iss)
+		iss.removeKey("ec")
 
-	clock.Advance(keysMaxAge - time.Second)
-	if _, err := o.Authenticate(context.Background(), iss.sign(t, "ec", iss.claims(clock.Now()))); err != nil {
-		t.Fatalf("before keysMaxAge: Authenticate: %v", err)
-	}
-	clock.Advance(time.Second)
-	if _, err := o.Authenticate(context.Background(), iss.sign(t, "ec", iss.claims(clock.Now()))); !errors.Is(err, ErrInvalidToken) {
-		t.Fatalf("withdrawn key after keysMaxAge: Authenticate error %v, want ErrInvalidToken", err)
-	}
-	if _, err := o.Authenticate(context.Background(), iss.sign(t, "rsa", iss.claims(clock.Now()))); err != nil {
-		t.Fatalf("kept key after keysMaxAge: Authenticate: %v", err)
-	}
-	if got := iss.jwksHits.Load(); got != 2 {
-		t.Errorf("%d JWKS fetches, want 2", got)
-	}
+		time.Sleep(keysMaxAge - time.Second)
+		synctest.Wait()
+		if _, err := o.Authenticate(t.Context(), iss.sign(t, "ec", iss.claims(time.Now()))); err != nil {
+			t.Fatalf("before keysMaxAge: Authenticate: %v", err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := iss.jwksHits.Load(); got != 2 {
+			t.Errorf("%d JWKS fetches at keysMaxAge, want 2: none by requests, one in the background", got)
+		}
+		if _, err := o.Authenticate(t.Context(), iss.sign(t, "rsa", iss.claims(time.Now()))); err != nil {
+			t.Fatalf("kept key after keysMaxAge: Authenticate: %v", err)
+		}
+		// An unknown key: it may have been rotated in since the last fetch
+		// a request made, which was keysMaxAge ago.
+		if _, err := o.Authenticate(t.Context(), iss.sign(t, "ec", iss.claims(time.Now()))); !errors.Is(err, ErrInvalidToken) {
+			t.Fatalf("withdrawn key after keysMaxAge: Authenticate error %v, want ErrInvalidToken", err)
+		}
+		if got := iss.jwksHits.Load(); got != 3 {
+			t.Errorf("%d JWKS fetches, want 3", got)
+		}
+	})
+}
+
+// TestOAuthKeysStaleAfterFailedRefresh: when the refresh after keysMaxAge
+// fails, the keys at hand still verify, and requests fetch them again,
+// within fetchInterval, rather than wait for the cache's next refresh.
+func TestOAuthKeysStaleAfterFailedRefresh(t *testing.T) {
+	iss := newTestIssuer(t, issuerOptions{})
+	synctest.Test(t, func(t *testing.T) {
+		o := newBubbleOAuth(t, iss)
+		iss.down.Store(true)
+		time.Sleep(keysMaxAge + time.Second)
+		synctest.Wait()
+		if _, err := o.Authenticate(t.Context(), iss.sign(t, "rsa", iss.claims(time.Now()))); err != nil {
+			t.Fatalf("issuer down after keysMaxAge: Authenticate: %v, want the keys at hand used", err)
+		}
+		iss.down.Store(false)
+		iss.removeKey("ec")
+		time.Sleep(fetchInterval)
+		if _, err := o.Authenticate(t.Context(), iss.sign(t, "rsa", iss.claims(time.Now()))); err != nil {
+			t.Fatalf("issuer up again: Authenticate: %v", err)
+		}
+		if got := iss.jwksHits.Load(); got != 2 {
+			t.Errorf("%d JWKS fetches, want 2: the first, and the request's once the issuer is up", got)
+		}
+		if _, err := o.Authenticate(t.Context(), iss.sign(t, "ec", iss.claims(time.Now()))); !errors.Is(err, ErrInvalidToken) {
+			t.Fatalf("withdrawn key: Authenticate error %v, want ErrInvalidToken", err)
+		}
+	})
 }
 
 func TestOAuthNoKidSeveralKeys(t *testing.T) {

@@ -78,7 +78,7 @@ func TestOAuthRedirects(t *testing.T) {
 
 			claims := map[string]any{"iss": srv.URL, "aud": testAudience, "sub": "u", "exp": time.Now().Add(time.Hour).Unix()}
 			token := signWith(t, jwa.ES256(), evil, map[string]any{"kid": "ec"}, claims)
-			o, err := NewOAuth(context.Background(), OAuthConfig{Issuer: srv.URL, Audience: testAudience, HTTPClient: client, Log: zaptest.NewLogger(t)})
+			o, err := NewOAuth(t.Context(), OAuthConfig{Issuer: srv.URL, Audience: testAudience, HTTPClient: client, Log: zaptest.NewLogger(t)})
 			if err == nil {
 				_, err = o.Authenticate(context.Background(), token)
 			}

@@ -53,9 +53,9 @@ func parseMode(s string) (Mode, bool) {
 	return "", false
 }
 
-// envPrefix starts the name of the environment variable that stands in for
+// EnvPrefix starts the name of the environment variable that stands in for
 // a flag: --return-mode is MCP_RUN_PYTHON_RETURN_MODE.
-const envPrefix = "MCP_RUN_PYTHON_"
+const EnvPrefix = "MCP_RUN_PYTHON_"
 
 // Flag defaults.
 const (
@@ -422,9 +422,22 @@ func settingsFromEnv(fs *pflag.FlagSet) []string {
 	return names
 }
 
+// FlagVariables returns the environment variables that stand in for flags
+// on goos, so that the deployment checks (config/deploycheck, a module of
+// their own) can refuse a variable that a manifest or the Dockerfile sets
+// but that no flag reads.
+func FlagVariables(goos string) map[string]bool {
+	var v flagValues
+	vars := map[string]bool{}
+	for _, name := range settingsFromEnv(newFlagSet(&v, goos)) {
+		vars[envName(name)] = true
+	}
+	return vars
+}
+
 // envName returns the environment variable that stands in for flag name.
 func envName(name string) string {
-	return envPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
 // flagSources tells where each flag's value came from, for messages: the
@@ -489,6 +502,13 @@ func (s flagSources) setFromEnv(env Environment) error {
 // give a *UsageError.
 func Parse(args []string, env Environment) (Config, error) {
 	return parse(args, env, runtime.GOOS)
+}
+
+// ParseGOOS is Parse with the defaults of goos rather than this machine's:
+// the deployment checks (config/deploycheck) read the arguments of the
+// Dockerfile and of the Kubernetes manifests as the Linux program would.
+func ParseGOOS(args []string, env Environment, goos string) (Config, error) {
+	return parse(args, env, goos)
 }
 
 // parse is Parse with the defaults of goos, which tests choose.

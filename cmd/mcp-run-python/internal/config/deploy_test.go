@@ -21,7 +21,7 @@ func TestServiceDefinitions(t *testing.T) {
 	usage := Usage()
 	checkVariable := func(file, name string) {
 		t.Helper()
-		flag := "--" + strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(name, envPrefix)), "_", "-")
+		flag := "--" + strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(name, EnvPrefix)), "_", "-")
 		if !strings.Contains(usage, flag+" ") {
 			t.Errorf("%s sets %s, but there is no flag %s", file, name, flag)
 		}
@@ -39,9 +39,9 @@ func TestServiceDefinitions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		variables := regexp.MustCompile(`(?m)^#?Environment=(`+envPrefix+`[A-Z_]+)=`).FindAllStringSubmatch(string(data), -1)
+		variables := regexp.MustCompile(`(?m)^#?Environment=(`+EnvPrefix+`[A-Z_]+)=`).FindAllStringSubmatch(string(data), -1)
 		if len(variables) == 0 {
-			t.Errorf("%s sets no %s variables", file, envPrefix)
+			t.Errorf("%s sets no %s variables", file, EnvPrefix)
 		}
 		for _, v := range variables {
 			checkVariable(file, v[1])
@@ -60,7 +60,7 @@ func TestServiceDefinitions(t *testing.T) {
 			return cfg
 		}
 		defaults := parse(nil)
-		for _, v := range regexp.MustCompile(`(?m)^#Environment=(`+envPrefix+`[A-Z_]+)=(.*)$`).FindAllStringSubmatch(string(data), -1) {
+		for _, v := range regexp.MustCompile(`(?m)^#Environment=(`+EnvPrefix+`[A-Z_]+)=(.*)$`).FindAllStringSubmatch(string(data), -1) {
 			if got := parse(map[string]string{v[1]: v[2]}); !reflect.DeepEqual(got, defaults) {
 				t.Errorf("%s gives %s=%s as a default, but it is not the default", file, v[1], v[2])
 			}
@@ -123,13 +123,13 @@ func TestServiceDefinitions(t *testing.T) {
 		checkMode(file, args[2].text)
 		var found int
 		for _, it := range items {
-			if it.element == "key" && strings.HasPrefix(it.text, envPrefix) {
+			if it.element == "key" && strings.HasPrefix(it.text, EnvPrefix) {
 				checkVariable(file, it.text)
 				found++
 			}
 		}
 		if found == 0 {
-			t.Errorf("%s sets no %s variables", file, envPrefix)
+			t.Errorf("%s sets no %s variables", file, EnvPrefix)
 		}
 	})
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/slogzap"
 	"github.com/mcp-run-python/mcp-run-python/supervisor"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/backoff"
 )
 
 // errNotStarted is why a server is down before its first attempt.
@@ -62,11 +63,13 @@ func newToolServer(cfg ServerConfig, log *zap.Logger, messageLimit int64) *toolS
 // from Options.RetryMin to RetryMax while the attempts fail, or the
 // connections do not last.
 func (t *Toolbox) run(s *toolServer) {
-	wait := t.opts.RetryMin
+	retry := backoff.Backoff{Min: t.opts.RetryMin, Max: t.opts.RetryMax}
 	for failures := 0; ; {
+		var wait time.Duration
 		c, tools, err := t.connect(s)
 		if err != nil {
 			failures++
+			wait = retry.Next()
 			s.setDown(err)
 			lvl := zap.DebugLevel
 			if failures%10 == 1 {
@@ -87,8 +90,9 @@ func (t *Toolbox) run(s *toolServer) {
 				return
 			}
 			if time.Since(up) > t.opts.RetryMax {
-				wait = t.opts.RetryMin // it lasted: this is not a server that fails again at once
+				retry.Reset() // it lasted: this is not a server that fails again at once
 			}
+			wait = retry.Next()
 		}
 		select {
 		case <-t.ctx.Done():
@@ -96,7 +100,6 @@ func (t *Toolbox) run(s *toolServer) {
 			return
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, t.opts.RetryMax)
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-run-python/mcp-run-python/supervisor/backoff"
 )
 
 // syncWriter makes each Write to w atomic. The stdio server writes every
@@ -72,7 +74,7 @@ const (
 
 // Notify implements mcpserver.Notifier.
 func (n sseNotifier) Notify(ctx context.Context, msg []byte) error {
-	delay := sseRetryFirst
+	wait := backoff.Backoff{Min: sseRetryFirst, Max: sseRetryMax}
 	for {
 		err := n.events.SendEventToSession(n.sessionID, json.RawMessage(msg))
 		if err == nil {
@@ -85,14 +87,13 @@ func (n sseNotifier) Notify(ctx context.Context, msg []byte) error {
 		if !strings.Contains(err.Error(), "queue full") {
 			return fmt.Errorf("queue notification: %w", err)
 		}
-		timer := time.NewTimer(delay)
+		timer := time.NewTimer(wait.Next())
 		select {
 		case <-ctx.Done():
 			timer.Stop()
 			return fmt.Errorf("queue notification: %w", ctx.Err())
 		case <-timer.C:
 		}
-		delay = min(2*delay, sseRetryMax)
 	}
 }
 

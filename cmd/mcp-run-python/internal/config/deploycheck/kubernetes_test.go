@@ -1,6 +1,7 @@
-package config
+package deploycheck
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -26,6 +27,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/config"
 )
 
 // The container image (Dockerfile) and the Kubernetes manifests
@@ -36,7 +39,7 @@ import (
 // than its comments say, fails here rather than in a cluster.
 
 // repoRoot is the repository, from this package's directory.
-var repoRoot = filepath.Join("..", "..", "..", "..")
+var repoRoot = filepath.Join("..", "..", "..", "..", "..")
 
 // kubeDir holds the Kubernetes manifests.
 var kubeDir = filepath.Join(repoRoot, "deploy", "kubernetes")
@@ -263,14 +266,7 @@ func portNumber(t *testing.T, c corev1.Container, port intstr.IntOrString) int {
 }
 
 // flagVariables are the MCP_RUN_PYTHON_* variables that stand for flags.
-func flagVariables() map[string]bool {
-	var v flagValues
-	vars := map[string]bool{}
-	for _, name := range settingsFromEnv(newFlagSet(&v, "linux")) {
-		vars[envName(name)] = true
-	}
-	return vars
-}
+func flagVariables() map[string]bool { return config.FlagVariables("linux") }
 
 // serviceLinkVariables are the variables the kubelet gives a pod for svc
 // unless enableServiceLinks is false, as docker links named them: for the
@@ -316,14 +312,27 @@ func mergeVars(maps ...map[string]string) map[string]string {
 // environmentOf is a container's environment for Parse: its variables, no
 // deno on PATH (the image sets MCP_RUN_PYTHON_DENO) and no user cache
 // directory (it sets the cache), so that nothing depends on this machine.
-func environmentOf(vars map[string]string) Environment {
-	return fakeEnv{vars: vars, home: vars["HOME"]}.environment()
+func environmentOf(vars map[string]string) config.Environment {
+	return config.Environment{
+		LookupEnv: func(key string) (string, bool) {
+			v, ok := vars[key]
+			return v, ok
+		},
+		LookPath:     func(string) (string, error) { return "", errors.New("not on PATH") },
+		UserCacheDir: func() (string, error) { return "", errors.New("no user cache directory") },
+		UserHomeDir: func() (string, error) {
+			if vars["HOME"] == "" {
+				return "", errors.New("no HOME")
+			}
+			return vars["HOME"], nil
+		},
+	}
 }
 
 // parseContainer parses args as the container's program would, on Linux.
-func parseContainer(t *testing.T, what string, args []string, vars map[string]string) Config {
+func parseContainer(t *testing.T, what string, args []string, vars map[string]string) config.Config {
 	t.Helper()
-	cfg, err := parse(args, environmentOf(vars), "linux")
+	cfg, err := config.ParseGOOS(args, environmentOf(vars), "linux")
 	if err != nil {
 		t.Fatalf("%s: the program refuses %q: %v", what, args, err)
 	}
@@ -331,8 +340,8 @@ func parseContainer(t *testing.T, what string, args []string, vars map[string]st
 }
 
 // isHTTPMode reports whether m serves HTTP, and so the probes.
-func isHTTPMode(m Mode) bool {
-	return m == ModeStreamableHTTP || m == ModeStreamableHTTPStateless || m == ModeSSE
+func isHTTPMode(m config.Mode) bool {
+	return m == config.ModeStreamableHTTP || m == config.ModeStreamableHTTPStateless || m == config.ModeSSE
 }
 
 // containerVariables are the container's own variables, which must be
@@ -366,7 +375,7 @@ func serverVariables(t *testing.T, k kube, img dockerfile) map[string]string {
 }
 
 // serverConfig is what the server container's args parse to.
-func serverConfig(t *testing.T, k kube, img dockerfile) Config {
+func serverConfig(t *testing.T, k kube, img dockerfile) config.Config {
 	t.Helper()
 	c := k.server(t)
 	if len(c.Command) > 0 {
@@ -379,7 +388,7 @@ func serverConfig(t *testing.T, k kube, img dockerfile) Config {
 // declares them (probes.go), by constant name.
 func probePaths(t *testing.T) map[string]string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "transport", "probes.go"))
+	data, err := os.ReadFile(filepath.Join(repoRoot, "cmd", "mcp-run-python", "internal", "transport", "probes.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -568,7 +577,7 @@ func TestKubernetesDeployment(t *testing.T) {
 		}
 		// The autoscaler runs several replicas, and the Service routes
 		// requests to any of them.
-		if cfg.Mode != ModeStreamableHTTPStateless {
+		if cfg.Mode != config.ModeStreamableHTTPStateless {
 			t.Errorf("mode %q keeps MCP sessions in one replica; with several, requests need routing (docs/DEPLOY.md)", cfg.Mode)
 		}
 		if cfg.Sessions {
@@ -579,7 +588,7 @@ func TestKubernetesDeployment(t *testing.T) {
 		}
 		flags := flagVariables()
 		for name := range containerVariables(t, c) {
-			if strings.HasPrefix(name, envPrefix) && !flags[name] {
+			if strings.HasPrefix(name, config.EnvPrefix) && !flags[name] {
 				t.Errorf("deployment.yaml sets %s, which stands for no flag", name)
 			}
 		}
@@ -1104,8 +1113,8 @@ func programArgs(cmdline, program string) []string {
 
 // programRun is a RUN of the image's stage that runs the program.
 type programRun struct {
-	cfg  Config // what its arguments parse to
-	user string // the USER it runs as
+	cfg  config.Config // what its arguments parse to
+	user string        // the USER it runs as
 }
 
 // programRuns returns the RUNs of the image's stage that run the program,
@@ -1142,11 +1151,11 @@ func (d dockerfile) programRuns(t *testing.T) []programRun {
 
 // warmup returns what the image's warmup RUN parses to: it must run as the
 // image's user, so that the server owns the cache it writes.
-func (d dockerfile) warmup(t *testing.T) Config {
+func (d dockerfile) warmup(t *testing.T) config.Config {
 	t.Helper()
 	uid, _ := d.user(t)
 	for _, r := range d.programRuns(t) {
-		if r.cfg.Mode != ModeWarmup {
+		if r.cfg.Mode != config.ModeWarmup {
 			continue
 		}
 		if u, _, _ := strings.Cut(r.user, ":"); u != strconv.FormatInt(uid, 10) {
@@ -1155,7 +1164,7 @@ func (d dockerfile) warmup(t *testing.T) Config {
 		return r.cfg
 	}
 	t.Fatalf("Dockerfile: the image's stage runs no `%s warmup`", filepath.Base(d.entrypoint(t)))
-	return Config{}
+	return config.Config{}
 }
 
 // TestDockerfileFetch: by default the image carries numpy and pandas in
@@ -1167,7 +1176,7 @@ func TestDockerfileFetch(t *testing.T) {
 	warm := img.warmup(t)
 	var fetch *programRun
 	for _, r := range img.programRuns(t) {
-		if r.cfg.Mode == ModeFetch {
+		if r.cfg.Mode == config.ModeFetch {
 			fetch = &r
 		}
 	}
@@ -1301,7 +1310,7 @@ func TestDockerfile(t *testing.T) {
 		}
 		flags := flagVariables()
 		for name := range d.env {
-			if strings.HasPrefix(name, envPrefix) && !flags[name] {
+			if strings.HasPrefix(name, config.EnvPrefix) && !flags[name] {
 				t.Errorf("ENV %s stands for no flag", name)
 			}
 		}
@@ -1344,7 +1353,7 @@ func TestDockerfile(t *testing.T) {
 // checkTokenSecret checks the Secret volume v of container c: mounted
 // read-only where --auth-token-file points, with a mode the server accepts
 // (no access for others, no writing for the group).
-func checkTokenSecret(t *testing.T, v corev1.Volume, c corev1.Container, cfg Config) {
+func checkTokenSecret(t *testing.T, v corev1.Volume, c corev1.Container, cfg config.Config) {
 	t.Helper()
 	if cfg.Auth.TokenFile == "" {
 		t.Errorf("Secret volume %s, but no --auth-token-file", v.Name)

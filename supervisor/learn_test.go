@@ -1,0 +1,95 @@
+package supervisor
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mcp-run-python/mcp-run-python/bridge"
+)
+
+func TestInferenceClaims(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		rounds     [][]string // the files each round asks for
+		wantHidden [][]string // before each round
+		fits       bool
+	}{
+		{"one_round", [][]string{{"a.whl", "b.whl"}}, [][]string{{"a", "a_ext", "b"}}, true},
+		{"two_rounds", [][]string{{"a.whl"}, {"b.whl"}}, [][]string{{"a", "a_ext", "b"}, {"b"}}, true},
+		{"more_than_the_set", [][]string{{"a.whl", "b.whl", "c.whl"}}, [][]string{{"a", "a_ext", "b"}}, false},
+		{"less_than_the_set", [][]string{{"a.whl"}}, [][]string{{"a", "a_ext", "b"}}, false},
+		{"the_same_file_twice", [][]string{{"a.whl"}, {"a.whl"}}, [][]string{{"a", "a_ext", "b"}, {"b"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inf := &inference{unclaimed: map[string][]string{"a.whl": {"a", "a_ext"}, "b.whl": {"b"}}}
+			fits := true
+			for i, files := range tc.rounds {
+				if got := inf.hidden(); !slices.Equal(got, tc.wantHidden[i]) {
+					t.Errorf("round %d hides %q, want %q", i, got, tc.wantHidden[i])
+				}
+				var wheels []bridge.Wheel
+				for _, f := range files {
+					wheels = append(wheels, bridge.Wheel{File: bridge.File{Name: f}})
+				}
+				if !inf.claim(wheels) {
+					fits = false
+					break
+				}
+			}
+			if fits && len(inf.unclaimed) > 0 {
+				fits = false
+			}
+			if fits != tc.fits {
+				t.Errorf("fits = %v, want %v", fits, tc.fits)
+			}
+		})
+	}
+}
+
+func TestLearnedGuess(t *testing.T) {
+	s := &Supervisor{learn: newLearner()}
+	rt := &runtimeFiles{key: "rt"}
+	now := time.Now()
+	l := s.learn
+	for key, use := range map[string]time.Time{"req": now.Add(-time.Minute), "req+sym": now.Add(-time.Minute), "req-new": now, "np": now} {
+		l.learned[key] = &learnedSet{lastUse: use}
+	}
+	l.guesses.Add("1", guess{key: "req", tops: []string{"requests"}})
+	l.guesses.Add("2", guess{key: "req+sym", tops: []string{"requests", "sympy"}})
+	l.guesses.Add("3", guess{key: "req-new", tops: []string{"requests"}})
+	l.guesses.Add("4", guess{key: "np", tops: []string{"numpy"}})
+	l.guesses.Add("5", guess{key: "gone", tops: []string{"pandas"}}) // no longer learned
+	for _, tc := range []struct{ code, want string }{
+		{"import requests\nrequests.get('x')", "req-new"},        // the one used last of two alike
+		{"import json, requests\nimport sympy as sp", "req+sym"}, // the one with the most
+		{"from numpy import array", "np"},
+		{"import pandas", ""},
+		{"import sympy", ""},
+		{"1 + 1", ""},
+	} {
+		if got := s.learnedGuess(rt, tc.code); got != tc.want {
+			t.Errorf("learnedGuess(%q) = %q, want %q", tc.code, got, tc.want)
+		}
+	}
+	if got := s.learnedGuess(&runtimeFiles{}, "import requests"); got != "" {
+		t.Errorf("learnedGuess without a runtime key = %q, want none", got)
+	}
+}
+
+func TestLearnInferredRemembersTheFirstRound(t *testing.T) {
+	s := &Supervisor{learn: newLearner()}
+	s.learn.making = true // no snapshot is made here
+	rt := &runtimeFiles{key: "rt"}
+	wheels := []bridge.Wheel{{File: bridge.File{Name: "requests.whl"}}, {File: bridge.File{Name: "urllib3.whl"}}}
+	s.learnInferred(rt, &inference{first: []string{"requests.adapters", "requests"}, wheels: wheels})
+	s.learnInferred(rt, &inference{first: []string{"nothing"}}) // nothing installed: nothing to learn
+	key := setKey(rt, wheels)
+	if n, _ := s.learn.uses.Get(key); n != 1 {
+		t.Errorf("the set was counted %d times, want 1", n)
+	}
+	gs := s.learn.guesses.Values()
+	if len(gs) != 1 || gs[0].key != key || !slices.Equal(gs[0].tops, []string{"requests"}) {
+		t.Errorf("guesses = %+v, want one for %s with tops [requests]", gs, key)
+	}
+}
