@@ -13,7 +13,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/hashicorp/golang-lru/v2/expirable"
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/js"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
@@ -50,7 +49,7 @@ type installer struct {
 	// plans are resolved sets of requirements, by the requirements: a
 	// repeated call asks no index for planTTL. Bounded, so that calls with
 	// ever new requirements cannot grow it without end.
-	plans *expirable.LRU[string, resolved]
+	plans *ttlCache[string, resolved]
 }
 
 type resolved struct {
@@ -96,7 +95,7 @@ func newInstaller(cfg Config, pyodideDir string, log *zap.Logger) (*installer, e
 		imports:     lock.ImportTable(),
 		log:         log,
 		toolsModule: cfg.Tools != nil,
-		plans:       expirable.NewLRU[string, resolved](maxPlans, nil, planTTL),
+		plans:       newTTLCache[string, resolved](maxPlans, planTTL),
 	}
 	in.deps.Store(&cfg.Deps)
 	return in, nil

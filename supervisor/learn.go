@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/expirable"
 	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
@@ -43,11 +42,11 @@ const (
 // learned ones.
 type learner struct {
 	mu      sync.Mutex
-	uses    *expirable.LRU[string, int]
+	uses    *ttlCache[string, int]
 	learned map[string]*learnedSet
 	// guesses are the sets that calls' imports made, each with the
 	// top-level modules its first round found missing.
-	guesses *expirable.LRU[string, guess]
+	guesses *ttlCache[string, guess]
 	making  bool // a snapshot is being made: one at a time
 }
 
@@ -113,9 +112,9 @@ func (inf *inference) claim(wheels []bridge.Wheel) bool {
 
 func newLearner() *learner {
 	return &learner{
-		uses:    expirable.NewLRU[string, int](maxSets, nil, hotFor),
+		uses:    newTTLCache[string, int](maxSets, hotFor),
 		learned: map[string]*learnedSet{},
-		guesses: expirable.NewLRU[string, guess](maxSets, nil, hotFor),
+		guesses: newTTLCache[string, guess](maxSets, hotFor),
 	}
 }
 

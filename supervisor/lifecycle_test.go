@@ -81,10 +81,7 @@ func TestCloseRacesFirstCalls(t *testing.T) {
 	cases = append(cases, when{name: "running", code: "print('running')\nwhile True: pass", running: true})
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
-			// golang-lru's expirable caches (the learner's, the installer's)
-			// run a goroutine that nothing can stop (v2.0.7).
-			defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
-				goleak.IgnoreTopFunction("github.com/hashicorp/golang-lru/v2/expirable.NewLRU[...].func1"))
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 			s := New(Config{Deno: testDeno(t), CacheDir: testCache(t), Workers: 1, Timeout: 30 * time.Second}, zaptest.NewLogger(t))
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
