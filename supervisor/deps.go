@@ -85,13 +85,19 @@ func importable(wheels []bridge.Wheel, modules map[string]bool) error {
 		if err != nil {
 			return fmt.Errorf("modules of %s: %w", w.Name, err)
 		}
-		for m := range mods {
-			if !strings.HasPrefix(m, "_") && m != "tests" && m != "test" {
-				modules[m] = true
-			}
-		}
+		offered(mods, modules)
 	}
 	return nil
+}
+
+// offered adds to modules those of mods that a package offers: not private
+// ones, nor tests.
+func offered(mods, modules map[string]bool) {
+	for m := range mods {
+		if !strings.HasPrefix(m, "_") && m != "tests" && m != "test" {
+			modules[m] = true
+		}
+	}
 }
 
 // resolveDeps resolves and fetches --deps, pins the installer's --deps to

@@ -324,10 +324,9 @@ func (s *Supervisor) learnSet(rt *runtimeFiles, key string, wheels []bridge.Whee
 			return
 		}
 		own[w.Name] = slices.Sorted(maps.Keys(mods))
-	}
-	if err := importable(wheels, modules); err != nil {
-		s.log.Debug("no learned snapshot", zap.String("set", key), zap.Error(err))
-		return
+		if strings.HasSuffix(w.Name, ".whl") { // shared libraries offer none
+			offered(mods, modules) // imported before the snapshot is taken
+		}
 	}
 	set.modules = slices.Sorted(maps.Keys(modules))
 	if !hold(layout{rt.root}.snapshot(key)) {
