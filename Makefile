@@ -1,7 +1,11 @@
 # make run   — install what is missing (deno from npm), build, warm up, run the example
-# make test  — all tests: unit and end to end, with real deno and Pyodide
+# make test  — all tests: unit and end to end, with real deno and Pyodide,
+#              and the MCP conformance suite (see make conformance)
+# make conformance — only the official MCP conformance suite, run by deno
+#              against streamable_http, with testdata/conformance/baseline.yml
 # make bench — benchmarks against the real binary
-# make soak  — 2 000 calls through the supervisor: no leaked process, fd or memory
+# make soak  — 2 000 calls through the supervisor: no leaked process, fd or memory;
+#              400 concurrent calls' log notifications in order
 # make cross — build, vet and compile the tests for every platform of a release
 #
 # The recipes use only POSIX sh and flags that BSD tools share, and nothing
@@ -22,7 +26,7 @@ DEPLOYCHECK  := cmd/mcp-run-python/internal/config/deploycheck
 # The platforms of a release (.goreleaser.yaml), as GOOS/GOARCH.
 PLATFORMS    := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 
-.PHONY: run build test test-go test-js bench soak cross fmt clean
+.PHONY: run build test test-go test-js conformance bench soak cross fmt clean
 
 run: build $(DENO)
 	$(BIN) warmup
@@ -53,12 +57,20 @@ test-go:
 	go test -count=1 -timeout 20m ./...
 	cd $(DEPLOYCHECK) && go test -count=1 ./...
 
+# test-go runs it too, as the end-to-end test TestConformance; deno fetches
+# the pinned suite from the npm registry (DENO_TLS_CA_STORE above).
+conformance: $(DENO)
+	go test -count=1 -run '^TestConformance$$' ./cmd/mcp-run-python/
+
 bench: build $(DENO)
 	go test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./cmd/mcp-run-python/
 	go test -run '^$$' -bench . -count 1 ./supervisor/packages/...
 
+# The ordering of log notifications among concurrent calls is checked with
+# many more calls than make test makes.
 soak: $(DENO)
 	go test -count=1 -run '^TestSoak$$' -timeout 20m -v ./supervisor/ -args -soak.calls=2000
+	go test -count=1 -run '^TestE2E$$/^[a-z_]*$$/^logging_order$$' -timeout 20m ./cmd/mcp-run-python/ -args -e2e.order-calls=100
 
 # Only this machine's platform runs the tests; for the others this proves
 # that everything compiles, tests included (their binaries are "run" by

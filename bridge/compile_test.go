@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -15,13 +14,10 @@ import (
 // limit is refused; an error names the module that ended the interpreter.
 func TestCompile(t *testing.T) {
 	type frame struct {
-		msg  *Message
+		msg  Frame
 		data string
 	}
-	compiled := func(m Message) frame {
-		m.Type = TypeCompiled
-		return frame{msg: &m}
-	}
+	compiled := func(m CompiledFrame) frame { return frame{msg: m} }
 	tests := []struct {
 		name       string
 		frames     []frame
@@ -32,18 +28,18 @@ func TestCompile(t *testing.T) {
 	}{
 		{
 			name:   "archive",
-			frames: []frame{compiled(Message{Tag: "cpython-314", Magic: "2b0e0d0a", Modules: 2, Skipped: 1}), {data: "zip"}},
+			frames: []frame{compiled(CompiledFrame{Tag: "cpython-314", Magic: "2b0e0d0a", Modules: 2, Skipped: 1}), {data: "zip"}},
 			want:   "zip",
 		},
 		{
 			name:   "nothing to compile",
-			frames: []frame{compiled(Message{Tag: "cpython-314", Magic: "2b0e0d0a"})},
+			frames: []frame{compiled(CompiledFrame{Tag: "cpython-314", Magic: "2b0e0d0a"})},
 		},
 		{
 			name: "printed first",
 			frames: []frame{
-				{msg: &Message{Type: TypeOutput, Stream: Stderr, Lines: []string{"Stack (most recent call first):"}}},
-				compiled(Message{Error: "RangeError: Maximum call stack size exceeded", Names: []string{"p/deep.py"}}),
+				{msg: OutputFrame{Stream: Stderr, Lines: []string{"Stack (most recent call first):"}}},
+				compiled(CompiledFrame{Error: "RangeError: Maximum call stack size exceeded", Names: []string{"p/deep.py"}}),
 			},
 			printed:    "Stack (most recent call first):",
 			wantErr:    "RangeError: Maximum call stack size exceeded (compiling p/deep.py)",
@@ -51,17 +47,17 @@ func TestCompile(t *testing.T) {
 		},
 		{
 			name:    "past the limit",
-			frames:  []frame{compiled(Message{Tag: "cpython-314", Modules: 1}), {data: strings.Repeat("x", 11)}},
+			frames:  []frame{compiled(CompiledFrame{Tag: "cpython-314", Modules: 1}), {data: strings.Repeat("x", 11)}},
 			wantErr: "past the limit of 10",
 		},
 		{
 			name:    "another answer",
-			frames:  []frame{{msg: &Message{Type: TypeInstalled}}},
+			frames:  []frame{{msg: InstalledFrame{}}},
 			wantErr: "expected compiled",
 		},
 		{
 			name:    "text where the archive belongs",
-			frames:  []frame{compiled(Message{Modules: 1}), {msg: &Message{Type: TypeCompiled}}},
+			frames:  []frame{compiled(CompiledFrame{Modules: 1}), {msg: CompiledFrame{}}},
 			wantErr: "expected a binary frame",
 		},
 	}
@@ -71,17 +67,17 @@ func TestCompile(t *testing.T) {
 			saw := make(chan string, 1)
 			go func() {
 				_, data, err := ws.Read(context.Background())
-				var m Message
-				if err != nil || json.Unmarshal(data, &m) != nil {
+				m, ok := decodeFrame[CompileFrame](data)
+				if err != nil || !ok || len(m.Files) != 1 {
 					saw <- ""
 					return
 				}
 				_, wheel, _ := ws.Read(context.Background())
-				saw <- m.Type + " " + m.Files[0].Name + " " + strings.Join(m.Names, ",") + " " + string(wheel)
+				saw <- m.Type() + " " + m.Files[0].Name + " " + strings.Join(m.Names, ",") + " " + string(wheel)
 				for _, f := range tt.frames {
 					typ, data := websocket.MessageBinary, []byte(f.data)
 					if f.msg != nil {
-						typ, data = websocket.MessageText, mustJSON(*f.msg)
+						typ, data = websocket.MessageText, mustJSON(f.msg)
 					}
 					if ws.Write(context.Background(), typ, data) != nil {
 						return
@@ -89,7 +85,7 @@ func TestCompile(t *testing.T) {
 				}
 			}()
 			var printed []string
-			got, err := c.Compile(context.Background(), Wheel{File: File{Name: "p-1.0-py3-none-any.whl"}, Data: []byte("whl")}, 10,
+			got, err := c.Compile(context.Background(), Payload{File: File{Name: "p-1.0-py3-none-any.whl"}, Data: []byte("whl")}, 10,
 				[]string{"p/skip.py"}, func(lines []string) { printed = append(printed, lines...) })
 			if s := <-saw; s != "compile p-1.0-py3-none-any.whl p/skip.py whl" {
 				t.Errorf("the worker saw %q", s)

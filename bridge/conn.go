@@ -50,60 +50,53 @@ func (c *Conn) Close() {
 func (c *Conn) SetReadLimit(n int64) { c.ws.SetReadLimit(n) }
 
 // Ready waits for the worker to have loaded Pyodide and returns its ready frame.
-func (c *Conn) Ready(ctx context.Context) (Message, error) {
-	return c.expect(ctx, TypeReady)
+func (c *Conn) Ready(ctx context.Context) (ReadyFrame, error) {
+	return expect[ReadyFrame](ctx, c)
 }
 
 // Standby waits for a worker started lazily to be on standby: ready to
 // make its interpreter when Restore asks.
 func (c *Conn) Standby(ctx context.Context) error {
-	_, err := c.expect(ctx, TypeStandby)
+	_, err := expect[StandbyFrame](ctx, c)
 	return err
 }
 
 // Restore asks a worker on standby to make its interpreter, and waits for
 // its ready frame.
-func (c *Conn) Restore(ctx context.Context) (Message, error) {
-	if err := c.write(ctx, Message{Type: TypeRestore}); err != nil {
-		return Message{}, err
+func (c *Conn) Restore(ctx context.Context) (ReadyFrame, error) {
+	if err := c.write(ctx, RestoreFrame{}); err != nil {
+		return ReadyFrame{}, err
 	}
 	return c.Ready(ctx)
 }
 
-// expect reads the next frame, which must be of type typ.
-func (c *Conn) expect(ctx context.Context, typ string) (Message, error) {
-	m, err := c.read(ctx)
+// expect reads the next frame, which must be an F. (A function, since a
+// method cannot have type parameters.)
+func expect[F Frame](ctx context.Context, c *Conn) (F, error) {
+	var want F
+	f, err := c.read(ctx)
 	if err != nil {
-		return Message{}, err
+		return want, err
 	}
-	if m.Type != typ {
-		return Message{}, fmt.Errorf("bridge: expected %s, got %q", typ, m.Type)
+	got, ok := f.(F)
+	if !ok {
+		return want, fmt.Errorf("bridge: expected %s, got %q", want.Type(), f.Type())
 	}
-	return m, nil
+	return got, nil
 }
 
-// RunRequest is what a run asks of the worker; see Message.
+// RunRequest is what a run asks of the worker; see RunFrame.
 type RunRequest struct {
 	Code       string
 	Globals    json.RawMessage // a JSON object, or nil
 	Watch      []string
 	FilesLimit int64
-	Tools      json.RawMessage // a JSON array, or nil: see Message.Tools
+	Tools      json.RawMessage // a JSON array, or nil: see RunFrame.Tools
 	// OnToolCall is called, from the goroutine that reads the run's
 	// frames, for each tool call the code makes; it must not block, and
 	// the answer goes back with Conn.ToolResult. Nil refuses tool calls:
 	// one is then a protocol error that ends the run.
 	OnToolCall func(ToolCall)
-}
-
-// ToolCall is a tool of another MCP server that running code asked to call.
-// It comes from the worker, which shares its interpreter with the code: its
-// fields are the code's, to be checked.
-type ToolCall struct {
-	ID     int64
-	Server string
-	Tool   string
-	Args   json.RawMessage
 }
 
 // MaxEntries bounds the changes, and the figures, that a files frame may
@@ -141,44 +134,44 @@ type FigureData struct {
 // bytes the worker dropped past the output limit. The result frame is
 // returned as is, with the files frame that came before it, if any; on
 // error, what was printed before it has already gone to onOutput.
-func (c *Conn) Run(ctx context.Context, req RunRequest, onOutput func(s Stream, lines []string, dropped int)) (Message, Files, error) {
-	run := Message{Type: TypeRun, Code: req.Code, Globals: req.Globals, Watch: req.Watch, FilesLimit: req.FilesLimit, Tools: req.Tools}
+func (c *Conn) Run(ctx context.Context, req RunRequest, onOutput func(s Stream, lines []string, dropped int)) (ResultFrame, Files, error) {
+	run := RunFrame{Code: req.Code, Globals: req.Globals, Watch: req.Watch, FilesLimit: req.FilesLimit, Tools: req.Tools}
 	if err := c.write(ctx, run); err != nil {
-		return Message{}, Files{}, err
+		return ResultFrame{}, Files{}, err
 	}
 	var files Files
 	seen := false
 	for {
-		m, err := c.read(ctx)
+		f, err := c.read(ctx)
 		if err != nil {
-			return Message{}, files, err
+			return ResultFrame{}, files, err
 		}
-		switch m.Type {
-		case TypeOutput:
+		switch m := f.(type) {
+		case OutputFrame:
 			if m.Stream != Stdout && m.Stream != Stderr {
-				return Message{}, files, fmt.Errorf("bridge: output to unknown stream %q", m.Stream)
+				return ResultFrame{}, files, fmt.Errorf("bridge: output to unknown stream %q", m.Stream)
 			}
 			if m.Dropped < 0 {
-				return Message{}, files, fmt.Errorf("bridge: negative dropped count %d", m.Dropped)
+				return ResultFrame{}, files, fmt.Errorf("bridge: negative dropped count %d", m.Dropped)
 			}
 			onOutput(m.Stream, m.Lines, m.Dropped)
-		case TypeFiles:
+		case FilesFrame:
 			if seen || len(req.Watch) == 0 && len(m.Changes) > 0 {
-				return Message{}, files, errors.New("bridge: unexpected files frame")
+				return ResultFrame{}, files, errors.New("bridge: unexpected files frame")
 			}
 			seen = true
 			if files, err = c.readFiles(ctx, m, req.FilesLimit); err != nil {
-				return Message{}, files, err
+				return ResultFrame{}, files, err
 			}
-		case TypeResult:
+		case ResultFrame:
 			return m, files, nil
-		case TypeToolCall:
+		case ToolCallFrame:
 			if req.OnToolCall == nil {
-				return Message{}, files, errors.New("bridge: a tool call, and no tools are configured")
+				return ResultFrame{}, files, errors.New("bridge: a tool call, and no tools are configured")
 			}
-			req.OnToolCall(ToolCall{ID: m.ID, Server: m.Server, Tool: m.Tool, Args: m.Args})
+			req.OnToolCall(m.ToolCall)
 		default:
-			return Message{}, files, fmt.Errorf("bridge: unexpected %q frame during a run", m.Type)
+			return ResultFrame{}, files, fmt.Errorf("bridge: unexpected %q frame during a run", f.Type())
 		}
 	}
 }
@@ -189,7 +182,7 @@ func (c *Conn) Run(ctx context.Context, req RunRequest, onOutput func(s Stream, 
 // figures together, must keep within limit (0: none). Of the changes, and
 // of the figures, the first MaxEntries are kept; the bytes of the rest are
 // read, so that the run's frames stay in step, and dropped.
-func (c *Conn) readFiles(ctx context.Context, m Message, limit int64) (Files, error) {
+func (c *Conn) readFiles(ctx context.Context, m FilesFrame, limit int64) (Files, error) {
 	var files Files
 	var changed, drawn int64
 	next := func(size int64, total *int64) ([]byte, error) {
@@ -236,21 +229,28 @@ func (c *Conn) readFiles(ctx context.Context, m Message, limit int64) (Files, er
 }
 
 // Put makes dirs and writes files into the worker's file system: each
-// Wheel's Name is an absolute path there. The worker needs no file
+// Payload's Name is an absolute path there. The worker needs no file
 // permission for that: the bytes travel over the bridge. The code may not
 // change the trees of readOnly, which are among dirs, but for the other dirs
 // within them.
-func (c *Conn) Put(ctx context.Context, dirs, readOnly []string, files []Wheel) error {
-	return c.send(ctx, Message{Type: TypePut, Dirs: dirs, ReadOnly: readOnly}, files)
+func (c *Conn) Put(ctx context.Context, dirs, readOnly []string, files []Payload) error {
+	if err := c.sendFiles(ctx, PutFrame{Files: announce(files), Dirs: dirs, ReadOnly: readOnly}, files); err != nil {
+		return err
+	}
+	m, err := expect[PutFrame](ctx, c)
+	if err == nil && m.Error != "" {
+		err = errors.New(m.Error)
+	}
+	return err
 }
 
 // Ping checks that the worker's interpreter answers: the frame goes through
 // the worker's main thread to the runner and back.
 func (c *Conn) Ping(ctx context.Context) error {
-	if err := c.write(ctx, Message{Type: TypePing}); err != nil {
+	if err := c.write(ctx, PingFrame{}); err != nil {
 		return err
 	}
-	_, err := c.expect(ctx, TypePong)
+	_, err := expect[PongFrame](ctx, c)
 	return err
 }
 
@@ -259,10 +259,10 @@ func (c *Conn) Ping(ctx context.Context) error {
 // top-level names in hide count as not importable even when they are: a
 // worker that has a package set installed answers as a plain one would.
 func (c *Conn) Imports(ctx context.Context, code string, hide []string) ([]string, error) {
-	if err := c.write(ctx, Message{Type: TypeImports, Code: code, Names: hide}); err != nil {
+	if err := c.write(ctx, ImportsFrame{Code: code, Names: hide}); err != nil {
 		return nil, err
 	}
-	m, err := c.expect(ctx, TypeImports)
+	m, err := expect[ImportsFrame](ctx, c)
 	if err == nil && len(m.Names) > MaxEntries {
 		// Each name is looked up in the index: a forged list is refused whole.
 		return nil, fmt.Errorf("bridge: an imports frame of %d names, more than %d", len(m.Names), MaxEntries)
@@ -270,11 +270,12 @@ func (c *Conn) Imports(ctx context.Context, code string, hide []string) ([]strin
 	return m.Names, err
 }
 
-// Wheel is a file to send to a worker: a package file to install, or a
-// file to put. Its bytes are Data, or when Path is set the file there,
-// which is read as it is sent, a chunk at a time (File.Size must be its
-// size).
-type Wheel struct {
+// Payload is a file sent to a worker in binary frames after the frame that
+// announces it: a wheel to install or to compile, or a file to put into the
+// interpreter's file system (a mounted folder's). Its bytes are Data, or
+// when Path is set the file there, which is read as it is sent, a chunk at
+// a time (File.Size must be its size).
+type Payload struct {
 	File
 	Data []byte
 	Path string
@@ -283,52 +284,57 @@ type Wheel struct {
 // Install sends wheels to the worker, which unpacks them into its
 // interpreter. The worker needs no file permission for that: the bytes
 // travel over the bridge.
-func (c *Conn) Install(ctx context.Context, wheels []Wheel) error {
-	if err := c.send(ctx, Message{Type: TypeInstall}, wheels); err != nil {
+func (c *Conn) Install(ctx context.Context, wheels []Payload) error {
+	err := c.sendFiles(ctx, InstallFrame{Files: announce(wheels)}, wheels)
+	var m InstalledFrame
+	if err == nil {
+		m, err = expect[InstalledFrame](ctx, c)
+	}
+	if err == nil && m.Error != "" {
+		err = errors.New(m.Error)
+	}
+	if err != nil {
 		return fmt.Errorf("unpack wheels: %w", err)
 	}
 	return nil
 }
 
-// send announces files in frame, sends their bytes and waits for the
-// answer, which has the type of the frame it answers (TypeInstalled for
-// TypeInstall).
-func (c *Conn) send(ctx context.Context, frame Message, files []Wheel) error {
-	frame.Files = make([]File, len(files))
-	for i, f := range files {
-		frame.Files[i] = f.File
-		if f.Path == "" {
-			frame.Files[i].Size = int64(len(f.Data))
-		}
+// described is how a frame announces p: its File, with the size of the
+// bytes it holds in memory.
+func (p Payload) described() File {
+	f := p.File
+	if p.Path == "" {
+		f.Size = int64(len(p.Data))
 	}
+	return f
+}
+
+// announce describes files for the frame that announces them.
+func announce(files []Payload) []File {
+	described := make([]File, len(files))
+	for i, f := range files {
+		described[i] = f.described()
+	}
+	return described
+}
+
+// sendFiles sends frame, which announces files, then their bytes.
+func (c *Conn) sendFiles(ctx context.Context, frame Frame, files []Payload) error {
 	if err := c.write(ctx, frame); err != nil {
 		return err
 	}
 	buf := make([]byte, ChunkSize)
-	for i, f := range files {
-		if err := c.sendFile(ctx, f, frame.Files[i].Size, buf); err != nil {
+	for _, f := range files {
+		if err := c.sendFile(ctx, f, buf); err != nil {
 			return err
 		}
-	}
-	m, err := c.read(ctx)
-	if err != nil {
-		return err
-	}
-	answer := frame.Type
-	if answer == TypeInstall {
-		answer = TypeInstalled
-	}
-	if m.Type != answer {
-		return fmt.Errorf("bridge: expected %s, got %q", answer, m.Type)
-	}
-	if m.Error != "" {
-		return errors.New(m.Error)
 	}
 	return nil
 }
 
-// sendFile sends the size bytes of f in chunks, through buf.
-func (c *Conn) sendFile(ctx context.Context, f Wheel, size int64, buf []byte) error {
+// sendFile sends the bytes of f in chunks, through buf.
+func (c *Conn) sendFile(ctx context.Context, f Payload, buf []byte) error {
+	size := f.described().Size
 	var r io.Reader = bytes.NewReader(f.Data)
 	if f.Path != "" {
 		file, err := os.Open(f.Path)
@@ -358,7 +364,7 @@ func (c *Conn) sendFile(ctx context.Context, f Wheel, size int64, buf []byte) er
 // result as JSON, or with errText when the call failed. It is safe to call
 // while Run is reading.
 func (c *Conn) ToolResult(ctx context.Context, id int64, value json.RawMessage, errText string) error {
-	m := Message{Type: TypeToolResult, ID: id, Value: value, Error: errText}
+	m := ToolResultFrame{ID: id, Value: value, Error: errText}
 	if errText != "" {
 		m.Value = nil
 	}
@@ -368,14 +374,14 @@ func (c *Conn) ToolResult(ctx context.Context, id int64, value json.RawMessage, 
 // Interrupt asks the worker to raise KeyboardInterrupt in the running code.
 // It is safe to call while Run is reading.
 func (c *Conn) Interrupt(ctx context.Context) error {
-	return c.write(ctx, Message{Type: TypeInterrupt})
+	return c.write(ctx, InterruptFrame{})
 }
 
 // Snapshot asks a worker started to make a memory snapshot for it, after
 // importing modules (best effort: a module that fails to import is left
 // out), and returns it.
 func (c *Conn) Snapshot(ctx context.Context, modules []string) ([]byte, error) {
-	if err := c.write(ctx, Message{Type: TypeSnapshot, Names: modules}); err != nil {
+	if err := c.write(ctx, SnapshotFrame{Names: modules}); err != nil {
 		return nil, err
 	}
 	return c.readBinary(ctx)
@@ -397,7 +403,7 @@ func (e *CompileError) Error() string {
 	return e.Reason + " (compiling " + e.Module + ")"
 }
 
-// Compiled is what a compile worker made of a wheel: see TypeCompile.
+// Compiled is what a compile worker made of a wheel: see CompileFrame.
 type Compiled struct {
 	Tag, Magic       string
 	Modules, Skipped int
@@ -411,34 +417,30 @@ type Compiled struct {
 // limit to that first. The modules skip (paths in the wheel) are not
 // compiled. What the worker prints meanwhile goes to onOutput, if it is
 // not nil. The worker's failure is a *CompileError.
-func (c *Conn) Compile(ctx context.Context, wheel Wheel, limit int64, skip []string, onOutput func(lines []string)) (Compiled, error) {
-	frame := Message{Type: TypeCompile, Limit: limit, Files: []File{wheel.File}, Names: skip}
-	if wheel.Path == "" {
-		frame.Files[0].Size = int64(len(wheel.Data))
-	}
-	if err := c.write(ctx, frame); err != nil {
+func (c *Conn) Compile(ctx context.Context, wheel Payload, limit int64, skip []string, onOutput func(lines []string)) (Compiled, error) {
+	wheels := []Payload{wheel}
+	if err := c.sendFiles(ctx, CompileFrame{Names: skip, Files: announce(wheels), Limit: limit}, wheels); err != nil {
 		return Compiled{}, err
 	}
-	if err := c.sendFile(ctx, wheel, frame.Files[0].Size, make([]byte, ChunkSize)); err != nil {
-		return Compiled{}, err
-	}
-	var m Message
+	var f Frame
 	for {
 		var err error
-		if m, err = c.read(ctx); err != nil {
+		if f, err = c.read(ctx); err != nil {
 			return Compiled{}, err
 		}
-		if m.Type != TypeOutput {
+		out, ok := f.(OutputFrame)
+		if !ok {
 			break
 		}
 		// Printed by the interpreter as it compiled (compile() runs none
 		// of the module's code): no call's output, the caller's log.
 		if onOutput != nil {
-			onOutput(m.Lines)
+			onOutput(out.Lines)
 		}
 	}
-	if m.Type != TypeCompiled {
-		return Compiled{}, fmt.Errorf("bridge: expected %s, got %q", TypeCompiled, m.Type)
+	m, ok := f.(CompiledFrame)
+	if !ok {
+		return Compiled{}, fmt.Errorf("bridge: expected %s, got %q", TypeCompiled, f.Type())
 	}
 	if m.Error != "" {
 		ce := &CompileError{Reason: m.Error}
@@ -469,16 +471,19 @@ func (c *Conn) readBinary(ctx context.Context) ([]byte, error) {
 		return nil, failure(ctx, err)
 	}
 	if typ != websocket.MessageBinary {
-		if m, err := decode(data); err == nil && m.Type == TypeFatal {
-			return nil, &FatalError{m.Error}
+		if m, err := Decode(data); err == nil {
+			if fatal, ok := m.(FatalFrame); ok {
+				return nil, &FatalError{fatal.Error}
+			}
 		}
 		return nil, errors.New("bridge: expected a binary frame")
 	}
 	return data, nil
 }
 
-func (c *Conn) write(ctx context.Context, m Message) error {
-	b, err := json.Marshal(m)
+// write sends f as a text frame.
+func (c *Conn) write(ctx context.Context, f Frame) error {
+	b, err := Encode(f)
 	if err != nil {
 		return err
 	}
@@ -489,30 +494,22 @@ func (c *Conn) write(ctx context.Context, m Message) error {
 }
 
 // read returns the next JSON frame; a fatal frame becomes an error.
-func (c *Conn) read(ctx context.Context) (Message, error) {
+func (c *Conn) read(ctx context.Context) (Frame, error) {
 	typ, data, err := c.ws.Read(ctx)
 	if err != nil {
-		return Message{}, failure(ctx, err)
+		return nil, failure(ctx, err)
 	}
 	if typ != websocket.MessageText {
-		return Message{}, errors.New("bridge: unexpected binary frame")
+		return nil, errors.New("bridge: unexpected binary frame")
 	}
-	m, err := decode(data)
+	f, err := Decode(data)
 	if err != nil {
-		return Message{}, err
+		return nil, err
 	}
-	if m.Type == TypeFatal {
-		return Message{}, &FatalError{m.Error}
+	if fatal, ok := f.(FatalFrame); ok {
+		return nil, &FatalError{fatal.Error}
 	}
-	return m, nil
-}
-
-func decode(data []byte) (Message, error) {
-	var m Message
-	if err := json.Unmarshal(data, &m); err != nil {
-		return Message{}, fmt.Errorf("bridge: malformed frame: %w", err)
-	}
-	return m, nil
+	return f, nil
 }
 
 // failure explains why a read or write failed: the caller's context, or the

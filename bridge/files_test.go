@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -14,11 +13,11 @@ import (
 // code it ran: what it announces is checked against what it sends.
 func TestRunReadsFilesFrame(t *testing.T) {
 	type frame struct {
-		msg  *Message
+		msg  Frame
 		data string
 	}
 	files := func(changes []Change, figures []Figure) frame {
-		return frame{msg: &Message{Type: TypeFiles, Changes: changes, Figures: figures}}
+		return frame{msg: FilesFrame{Changes: changes, Figures: figures}}
 	}
 	bin := func(s string) frame { return frame{data: s} }
 	tests := []struct {
@@ -70,7 +69,7 @@ func TestRunReadsFilesFrame(t *testing.T) {
 		{
 			name:    "text where bytes belong",
 			watch:   []string{"/w"},
-			frames:  []frame{files([]Change{{Path: "/w/a", Size: 1}}, nil), {msg: &Message{Type: TypeResult, Status: ResultSuccess}}},
+			frames:  []frame{files([]Change{{Path: "/w/a", Size: 1}}, nil), {msg: ResultFrame{Status: ResultSuccess}}},
 			wantErr: "expected a binary frame",
 		},
 		{
@@ -90,12 +89,12 @@ func TestRunReadsFilesFrame(t *testing.T) {
 				if err != nil {
 					return
 				}
-				result := Message{Type: TypeResult, Status: ResultSuccess}
-				for _, f := range append(tt.frames, frame{msg: &result}) {
+				result := ResultFrame{Status: ResultSuccess}
+				for _, f := range append(tt.frames, frame{msg: result}) {
 					typ, data := websocket.MessageBinary, []byte(f.data)
 					if f.msg != nil {
 						typ = websocket.MessageText
-						if data, err = json.Marshal(f.msg); err != nil {
+						if data, err = Encode(f.msg); err != nil {
 							return
 						}
 					}
@@ -112,7 +111,7 @@ func TestRunReadsFilesFrame(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || res.Type != TypeResult {
+			if err != nil || res.Status != ResultSuccess {
 				t.Fatalf("Run = %v, %v", res, err)
 			}
 			var seen []string
@@ -134,16 +133,16 @@ func TestPutAnnouncesPathsThenBytes(t *testing.T) {
 	got := make(chan string, 1)
 	go func() {
 		_, data, err := ws.Read(context.Background())
-		var m Message
-		if err != nil || json.Unmarshal(data, &m) != nil || m.Type != TypePut || len(m.Files) != 1 || len(m.Dirs) != 1 {
+		m, ok := decodeFrame[PutFrame](data)
+		if err != nil || !ok || len(m.Files) != 1 || len(m.Dirs) != 1 {
 			got <- ""
 			return
 		}
 		_, b, _ := ws.Read(context.Background())
 		got <- m.Dirs[0] + " " + m.Files[0].Name + "=" + string(b)
-		send(t, ws, Message{Type: TypePut, Error: "disk full"})
+		send(t, ws, PutFrame{Error: "disk full"})
 	}()
-	err := c.Put(context.Background(), []string{"/data"}, nil, []Wheel{{File: File{Name: "/data/a.csv"}, Data: []byte("1,2")}})
+	err := c.Put(context.Background(), []string{"/data"}, nil, []Payload{{File: File{Name: "/data/a.csv"}, Data: []byte("1,2")}})
 	if s := <-got; s != "/data /data/a.csv=1,2" {
 		t.Errorf("worker saw %q", s)
 	}
@@ -161,7 +160,7 @@ func TestFilesFramePastMaxEntries(t *testing.T) {
 		if _, _, err := ws.Read(context.Background()); err != nil {
 			return
 		}
-		m := Message{Type: TypeFiles}
+		var m FilesFrame
 		for i := range MaxEntries {
 			m.Changes = append(m.Changes, Change{Path: fmt.Sprintf("/w/%d", i), Deleted: true})
 		}
@@ -173,7 +172,7 @@ func TestFilesFramePastMaxEntries(t *testing.T) {
 		for range 1 + len(m.Figures) {
 			frames = append(frames, []byte("x"))
 		}
-		for i, f := range append(frames, mustJSON(Message{Type: TypeResult, Status: ResultSuccess})) {
+		for i, f := range append(frames, mustJSON(ResultFrame{Status: ResultSuccess})) {
 			typ := websocket.MessageBinary
 			if i == 0 || i == len(frames) {
 				typ = websocket.MessageText
@@ -184,7 +183,7 @@ func TestFilesFramePastMaxEntries(t *testing.T) {
 		}
 	}()
 	res, got, err := c.Run(context.Background(), RunRequest{Code: "1", Watch: []string{"/w"}}, func(Stream, []string, int) {})
-	if err != nil || res.Type != TypeResult {
+	if err != nil || res.Status != ResultSuccess {
 		t.Fatalf("Run = %v, %v", res, err)
 	}
 	if len(got.Changes) != MaxEntries || got.RefusedChanges != 2 || len(got.Figures) != MaxEntries || got.RefusedFigures != 1 {
@@ -205,17 +204,24 @@ func TestImportsFramePastMaxEntries(t *testing.T) {
 		for i := range names {
 			names[i] = fmt.Sprintf("m%d", i)
 		}
-		_ = ws.Write(context.Background(), websocket.MessageText, mustJSON(Message{Type: TypeImports, Names: names}))
+		_ = ws.Write(context.Background(), websocket.MessageText, mustJSON(ImportsFrame{Names: names}))
 	}()
 	if _, err := c.Imports(context.Background(), "import m0", nil); err == nil || !strings.Contains(err.Error(), "more than 10000") {
 		t.Errorf("Imports = %v, want the frame refused", err)
 	}
 }
 
-func mustJSON(m Message) []byte {
-	b, err := json.Marshal(m)
+func mustJSON(f Frame) []byte {
+	b, err := Encode(f)
 	if err != nil {
 		panic(err)
 	}
 	return b
+}
+
+// decodeFrame reads data as a fake worker does: it must be an F.
+func decodeFrame[F Frame](data []byte) (F, bool) {
+	f, err := Decode(data)
+	got, ok := f.(F)
+	return got, err == nil && ok
 }

@@ -6,75 +6,276 @@ import "encoding/json"
 //
 // Every frame is one JSON object with a "type" field, except the binary
 // frames: the memory snapshot, which a worker started to make one sends
-// when asked, and the bytes of the files that follow an install, a put or
-// a files frame. A worker's first frame is
-// always a Hello carrying its one-time secret; nothing else is read from a
-// connection that has not proved who it is.
+// when asked, and the bytes of the files that follow an install, a put, a
+// compile or a files frame. A worker's first frame is always a hello
+// carrying its one-time secret; nothing else is read from a connection that
+// has not proved who it is.
+//
+// Each type of frame is a Go type below, named for its "type" and ending in
+// Frame; Decode reads a frame into the one its "type" names, Encode writes
+// one. Only the JSON crosses the bridge: js/runner.ts and js/runner.py build
+// and read the same objects.
 
-// Message types sent by a worker.
+// The "type" of each frame.
 const (
-	TypeHello  = "hello"  // worker → Go: first frame, proves the worker's identity
-	TypeReady  = "ready"  // worker → Go: Pyodide is loaded, the worker takes one run
-	TypeOutput = "output" // worker → Go: lines printed by the running code
-	TypeResult = "result" // worker → Go: the run finished
-	TypeFatal  = "fatal"  // worker → Go: the worker cannot go on
-	TypeRun    = "run"    // Go → worker: run this code
-	// TypeImports asks the worker (Go → worker) which modules the code
-	// imports that its interpreter cannot import yet; the worker answers
-	// with the same type and Names.
-	TypeImports = "imports"
-	// TypeInstall (Go → worker) announces Files, the wheels that follow as
-	// binary frames, one each, in order. The worker unpacks them into its
-	// interpreter and answers TypeInstalled, with Error set if it failed.
-	TypeInstall   = "install"
-	TypeInstalled = "installed"
-	// TypeInterrupt (Go → worker) raises KeyboardInterrupt in the running
-	// code. The worker's main thread acts on it, since the runner's thread
-	// is busy running Python.
-	TypeInterrupt = "interrupt"
-	// TypePing (Go → worker) asks an idle worker's interpreter to answer
-	// TypePong: a worker that does not is frozen or wedged.
-	TypePing = "ping"
-	TypePong = "pong"
-	// TypePut (Go → worker) makes the directories Dirs and announces
-	// Files, whose Name is an absolute path in the interpreter's file
-	// system, and whose bytes follow as binary frames: the mounted host
-	// folders. The worker writes them and answers TypePut, with Error set
-	// if it failed.
-	TypePut = "put"
-	// TypeFiles (worker → Go), sent during a run before its result, lists
-	// the files the run changed under the watched directories and the
-	// images it made; the bytes of every change that is not deleted or
-	// omitted, then of every figure, follow as binary frames, in order.
-	TypeFiles = "files"
-	// TypeSnapshot (Go → worker) asks a worker started to make a memory
-	// snapshot, once ready (and given its packages by install frames), to
-	// import the modules Names and send the snapshot as one binary frame.
-	TypeSnapshot = "snapshot"
-	// TypeStandby (worker → Go) is the first frame of a worker started
-	// lazily, instead of TypeReady: Pyodide's module is compiled, the
-	// interpreter not made. TypeRestore (Go → worker) makes it; the worker
-	// then sends TypeReady.
-	TypeStandby = "standby"
-	TypeRestore = "restore"
-	// TypeToolCall (worker → Go), sent during a run, asks for a call of a
-	// tool of another MCP server (code mode): ID, Server, Tool and Args.
-	// TypeToolResult (Go → worker) answers it, with the same ID and either
-	// Value, the result as JSON, or Error.
+	TypeHello      = "hello"
+	TypeReady      = "ready"
+	TypeOutput     = "output"
+	TypeResult     = "result"
+	TypeFatal      = "fatal"
+	TypeRun        = "run"
+	TypeImports    = "imports"
+	TypeInstall    = "install"
+	TypeInstalled  = "installed"
+	TypeInterrupt  = "interrupt"
+	TypePing       = "ping"
+	TypePong       = "pong"
+	TypePut        = "put"
+	TypeFiles      = "files"
+	TypeSnapshot   = "snapshot"
+	TypeStandby    = "standby"
+	TypeRestore    = "restore"
 	TypeToolCall   = "tool_call"
 	TypeToolResult = "tool_result"
-	// TypeCompile (Go → worker) asks a compile worker, one where no user
-	// code has run and none will, to compile the modules of the wheel in
-	// Files, whose bytes follow as binary frames, to bytecode of at most
-	// Limit bytes, skipping the modules Names (paths in the wheel). It
-	// answers TypeCompiled with its interpreter's Tag and Magic and the
-	// Modules compiled and Skipped, then, when Modules is not 0, one binary
-	// frame: a zip archive of the .pyc files, stored, by their paths in the
-	// wheel; or with Error, and in Names the module it was compiling if
-	// that ended the interpreter (nesting past the wasm stack).
-	TypeCompile  = "compile"
-	TypeCompiled = "compiled"
+	TypeCompile    = "compile"
+	TypeCompiled   = "compiled"
 )
+
+// Frame is one JSON frame: one of the types below.
+type Frame interface {
+	// Type is the frame's "type" field, one of the Type constants.
+	Type() string
+}
+
+// HelloFrame (worker → Go) is a worker's first frame: it proves the
+// worker's identity.
+type HelloFrame struct {
+	Secret string `json:"secret,omitempty"`
+}
+
+// ReadyFrame (worker → Go) says Pyodide is loaded: the worker takes one run.
+type ReadyFrame struct {
+	Python   string `json:"python,omitempty"`   // Python version, such as "3.14.2"
+	Snapshot bool   `json:"snapshot,omitempty"` // Pyodide was restored from a snapshot
+}
+
+// StandbyFrame (worker → Go) is the first frame of a worker started lazily,
+// instead of a ReadyFrame: Pyodide's module is compiled, the interpreter not
+// made. A RestoreFrame (Go → worker) makes it; the worker then sends a
+// ReadyFrame.
+type StandbyFrame struct{}
+
+// RestoreFrame (Go → worker) makes the interpreter of a worker on standby.
+type RestoreFrame struct{}
+
+// OutputFrame (worker → Go) carries lines printed by the running code,
+// without their newlines.
+type OutputFrame struct {
+	Stream  Stream   `json:"stream,omitempty"`
+	Lines   []string `json:"lines,omitempty"`
+	Dropped int      `json:"dropped,omitempty"` // bytes printed past the output limit, not sent
+}
+
+// ResultFrame (worker → Go) says the run finished, and how.
+type ResultFrame struct {
+	Status       string          `json:"status,omitempty"`        // ResultSuccess or ResultRunError
+	ReturnValue  json.RawMessage `json:"return_value,omitempty"`  // indented JSON; absent for None; cut by the worker past the output limit
+	ReturnString bool            `json:"return_string,omitempty"` // the value is a Python str
+	Error        string          `json:"error,omitempty"`
+	// ReturnCut and ErrorCut are the sizes in bytes of a return value or an
+	// error text that the worker cut to the output limit; 0 when whole.
+	ReturnCut int `json:"return_cut,omitempty"`
+	ErrorCut  int `json:"error_cut,omitempty"`
+}
+
+// FatalFrame (worker → Go) says the worker cannot go on. Conn reads it as a
+// *FatalError.
+type FatalFrame struct {
+	Error string `json:"error,omitempty"`
+}
+
+// RunFrame (Go → worker) runs code.
+type RunFrame struct {
+	Code string `json:"code,omitempty"`
+	// Globals is a JSON object whose entries become globals before the code
+	// runs; Watch are the directories whose changes come back in a files
+	// frame, up to FilesLimit bytes of content (0: no limit).
+	Globals    json.RawMessage `json:"globals,omitempty"`
+	Watch      []string        `json:"watch,omitempty"`
+	FilesLimit int64           `json:"files_limit,omitempty"`
+	// Tools lists the tools the code may call, as a JSON array of
+	// supervisor.ToolSpec: the worker makes Python's mcp_tools module of it.
+	Tools json.RawMessage `json:"tools,omitempty"`
+}
+
+// ImportsFrame asks the worker (Go → worker) which modules Code imports that
+// its interpreter cannot import yet; the worker answers with an ImportsFrame
+// too. Go → worker, Names are the top-level modules to count as not
+// importable even when they are, those of a learned package set (see
+// Conn.Imports); worker → Go, the top-level or dotted module names not
+// importable.
+type ImportsFrame struct {
+	Code  string   `json:"code,omitempty"`
+	Names []string `json:"names,omitempty"`
+}
+
+// InstallFrame (Go → worker) announces Files, the wheels that follow as
+// binary frames. The worker unpacks them into its interpreter and answers
+// with an InstalledFrame.
+type InstallFrame struct {
+	Files []File `json:"files,omitempty"`
+}
+
+// InstalledFrame (worker → Go) answers an InstallFrame, with Error set if it
+// failed.
+type InstalledFrame struct {
+	Error string `json:"error,omitempty"`
+}
+
+// InterruptFrame (Go → worker) raises KeyboardInterrupt in the running code.
+// The worker's main thread acts on it, since the runner's thread is busy
+// running Python.
+type InterruptFrame struct{}
+
+// PingFrame (Go → worker) asks an idle worker's interpreter to answer with a
+// PongFrame: a worker that does not is frozen or wedged.
+type PingFrame struct{}
+
+// PongFrame (worker → Go) answers a PingFrame.
+type PongFrame struct{}
+
+// PutFrame (Go → worker) makes the directories Dirs and announces Files,
+// whose Name is an absolute path in the interpreter's file system, and whose
+// bytes follow as binary frames: the mounted host folders. The code may not
+// change the trees of ReadOnly, which are among Dirs: its writes there raise
+// OSError(EROFS) rather than vanish. The worker writes them and answers with
+// a PutFrame, with Error set if it failed.
+type PutFrame struct {
+	Files    []File   `json:"files,omitempty"`
+	Dirs     []string `json:"dirs,omitempty"`
+	ReadOnly []string `json:"readonly,omitempty"`
+	Error    string   `json:"error,omitempty"`
+}
+
+// FilesFrame (worker → Go), sent during a run before its result, lists the
+// files the run changed under the watched directories and the images it
+// made; the bytes of every change that is not deleted or omitted, then of
+// every figure, follow as binary frames, in order.
+type FilesFrame struct {
+	Changes []Change `json:"changes,omitempty"`
+	Figures []Figure `json:"figures,omitempty"`
+}
+
+// SnapshotFrame (Go → worker) asks a worker started to make a memory
+// snapshot, once ready (and given its packages by install frames), to import
+// the modules Names and send the snapshot as one binary frame.
+type SnapshotFrame struct {
+	Names []string `json:"names,omitempty"`
+}
+
+// ToolCallFrame (worker → Go), sent during a run, asks for a call of a tool
+// of another MCP server (code mode). A ToolResultFrame (Go → worker) answers
+// it.
+type ToolCallFrame struct {
+	ToolCall
+}
+
+// ToolResultFrame (Go → worker) answers the ToolCallFrame of the same ID
+// with either Value, the result as JSON, or Error.
+type ToolResultFrame struct {
+	ID    int64           `json:"id,omitempty"`
+	Value json.RawMessage `json:"value,omitempty"`
+	Error string          `json:"error,omitempty"`
+}
+
+// CompileFrame (Go → worker) asks a compile worker, one where no user code
+// has run and none will, to compile the modules of the wheel in Files, whose
+// bytes follow as binary frames, to bytecode of at most Limit bytes,
+// skipping the modules Names (paths in the wheel). It answers with a
+// CompiledFrame.
+type CompileFrame struct {
+	Names []string `json:"names,omitempty"`
+	Files []File   `json:"files,omitempty"`
+	Limit int64    `json:"limit,omitempty"`
+}
+
+// CompiledFrame (worker → Go) answers a CompileFrame with the interpreter's
+// cache Tag ("cpython-314") and Magic number (hex) and the Modules compiled
+// and Skipped, then, when Modules is not 0, one binary frame: a zip archive
+// of the .pyc files, stored, by their paths in the wheel. Or it has Error,
+// and in Names the module it was compiling if that ended the interpreter
+// (nesting past the wasm stack).
+type CompiledFrame struct {
+	Names   []string `json:"names,omitempty"`
+	Tag     string   `json:"tag,omitempty"`
+	Magic   string   `json:"magic,omitempty"`
+	Modules int      `json:"modules,omitempty"`
+	Skipped int      `json:"skipped,omitempty"`
+	Error   string   `json:"error,omitempty"`
+}
+
+// Type returns TypeHello.
+func (HelloFrame) Type() string { return TypeHello }
+
+// Type returns TypeReady.
+func (ReadyFrame) Type() string { return TypeReady }
+
+// Type returns TypeStandby.
+func (StandbyFrame) Type() string { return TypeStandby }
+
+// Type returns TypeRestore.
+func (RestoreFrame) Type() string { return TypeRestore }
+
+// Type returns TypeOutput.
+func (OutputFrame) Type() string { return TypeOutput }
+
+// Type returns TypeResult.
+func (ResultFrame) Type() string { return TypeResult }
+
+// Type returns TypeFatal.
+func (FatalFrame) Type() string { return TypeFatal }
+
+// Type returns TypeRun.
+func (RunFrame) Type() string { return TypeRun }
+
+// Type returns TypeImports.
+func (ImportsFrame) Type() string { return TypeImports }
+
+// Type returns TypeInstall.
+func (InstallFrame) Type() string { return TypeInstall }
+
+// Type returns TypeInstalled.
+func (InstalledFrame) Type() string { return TypeInstalled }
+
+// Type returns TypeInterrupt.
+func (InterruptFrame) Type() string { return TypeInterrupt }
+
+// Type returns TypePing.
+func (PingFrame) Type() string { return TypePing }
+
+// Type returns TypePong.
+func (PongFrame) Type() string { return TypePong }
+
+// Type returns TypePut.
+func (PutFrame) Type() string { return TypePut }
+
+// Type returns TypeFiles.
+func (FilesFrame) Type() string { return TypeFiles }
+
+// Type returns TypeSnapshot.
+func (SnapshotFrame) Type() string { return TypeSnapshot }
+
+// Type returns TypeToolCall.
+func (ToolCallFrame) Type() string { return TypeToolCall }
+
+// Type returns TypeToolResult.
+func (ToolResultFrame) Type() string { return TypeToolResult }
+
+// Type returns TypeCompile.
+func (CompileFrame) Type() string { return TypeCompile }
+
+// Type returns TypeCompiled.
+func (CompiledFrame) Type() string { return TypeCompiled }
 
 // Stream names the standard stream a line was printed to.
 type Stream string
@@ -91,77 +292,14 @@ const (
 	ResultRunError = "run-error"
 )
 
-// Message is one JSON frame. Only the fields of its Type are set.
-type Message struct {
-	Type string `json:"type"`
-
-	// hello
-	Secret string `json:"secret,omitempty"`
-
-	// ready
-	Python   string `json:"python,omitempty"`   // Python version, such as "3.14.2"
-	Snapshot bool   `json:"snapshot,omitempty"` // Pyodide was restored from a snapshot
-
-	// output
-	Stream  Stream   `json:"stream,omitempty"`
-	Lines   []string `json:"lines,omitempty"`
-	Dropped int      `json:"dropped,omitempty"` // bytes printed past the output limit, not sent
-
-	// run, imports
-	Code string `json:"code,omitempty"`
-	// run: Globals is a JSON object whose entries become globals before
-	// the code runs; Watch are the directories whose changes come back in
-	// a files frame, up to FilesLimit bytes of content (0: no limit).
-	Globals    json.RawMessage `json:"globals,omitempty"`
-	Watch      []string        `json:"watch,omitempty"`
-	FilesLimit int64           `json:"files_limit,omitempty"`
-	// run: Tools lists the tools the code may call, as a JSON array of
-	// supervisor.ToolSpec: the worker makes Python's mcp_tools module of it.
-	Tools json.RawMessage `json:"tools,omitempty"`
-
-	// tool_call, tool_result
+// ToolCall is a tool of another MCP server that running code asked to call.
+// It comes from the worker, which shares its interpreter with the code: its
+// fields are the code's, to be checked.
+type ToolCall struct {
 	ID     int64           `json:"id,omitempty"`
 	Server string          `json:"server,omitempty"`
 	Tool   string          `json:"tool,omitempty"`
 	Args   json.RawMessage `json:"args,omitempty"`
-	Value  json.RawMessage `json:"value,omitempty"`
-
-	// files
-	Changes []Change `json:"changes,omitempty"`
-	Figures []Figure `json:"figures,omitempty"`
-
-	// imports (worker → Go): top-level or dotted module names not importable;
-	// (Go → worker): top-level modules to count as not importable even when
-	// they are, those of a learned package set (see Conn.Imports);
-	// compile, compiled: modules of a wheel, as above
-	Names []string `json:"names,omitempty"`
-
-	// install, put, compile: the files that follow as binary frames
-	Files []File `json:"files,omitempty"`
-	// put: directories to make, even when no file goes into them
-	Dirs []string `json:"dirs,omitempty"`
-	// put: those of Dirs that the code may not change (read-only mounts):
-	// its writes there raise OSError(EROFS) rather than vanish
-	ReadOnly []string `json:"readonly,omitempty"`
-
-	// compile: the most bytes of bytecode the worker may send
-	Limit int64 `json:"limit,omitempty"`
-	// compiled: the interpreter's cache tag ("cpython-314") and magic
-	// number (hex), and the modules compiled and skipped
-	Tag     string `json:"tag,omitempty"`
-	Magic   string `json:"magic,omitempty"`
-	Modules int    `json:"modules,omitempty"`
-	Skipped int    `json:"skipped,omitempty"`
-
-	// result
-	Status       string          `json:"status,omitempty"`
-	ReturnValue  json.RawMessage `json:"return_value,omitempty"`  // indented JSON; absent for None; cut by the worker past the output limit
-	ReturnString bool            `json:"return_string,omitempty"` // the value is a Python str
-	Error        string          `json:"error,omitempty"`         // result, installed, compiled, fatal and tool_result
-	// ReturnCut and ErrorCut are the sizes in bytes of a return value or an
-	// error text that the worker cut to the output limit; 0 when whole.
-	ReturnCut int `json:"return_cut,omitempty"`
-	ErrorCut  int `json:"error_cut,omitempty"`
 }
 
 // Change is a file a run created, changed or deleted, by its absolute path
@@ -181,7 +319,7 @@ type Figure struct {
 	Size     int64  `json:"size"`
 }
 
-// File describes one package file of an install frame.
+// File describes one file that an install, put or compile frame announces.
 type File struct {
 	Name string `json:"name"` // file name, such as "pkg-1.0-py3-none-any.whl"
 	// InstallDir is where Pyodide unpacks it, as its lock file says: "site"

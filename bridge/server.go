@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -193,12 +192,13 @@ func readHello(ctx context.Context, ws *websocket.Conn) (string, error) {
 	if typ != websocket.MessageText {
 		return "", errors.New("binary frame before hello")
 	}
-	var m Message
-	if err := json.Unmarshal(data, &m); err != nil {
+	f, err := Decode(data)
+	if err != nil {
 		return "", fmt.Errorf("malformed hello: %w", err)
 	}
-	if m.Type != TypeHello || m.Secret == "" {
-		return "", fmt.Errorf("first frame is %q, not hello", m.Type)
+	hello, ok := f.(HelloFrame)
+	if !ok || hello.Secret == "" {
+		return "", fmt.Errorf("first frame is %q, not hello", f.Type())
 	}
-	return m.Secret, nil
+	return hello.Secret, nil
 }

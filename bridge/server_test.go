@@ -3,7 +3,6 @@ package bridge
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -43,9 +42,9 @@ func dial(t *testing.T, s *Server) *websocket.Conn {
 	return ws
 }
 
-func send(t *testing.T, ws *websocket.Conn, m Message) {
+func send(t *testing.T, ws *websocket.Conn, f Frame) {
 	t.Helper()
-	b, _ := json.Marshal(m)
+	b, _ := Encode(f)
 	if err := ws.Write(context.Background(), websocket.MessageText, b); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +59,7 @@ func handshake(t *testing.T) (*websocket.Conn, *Conn) {
 	connected, withdraw := s.Expect(secret)
 	t.Cleanup(withdraw)
 	ws := dial(t, s)
-	send(t, ws, Message{Type: TypeHello, Secret: secret})
+	send(t, ws, HelloFrame{Secret: secret})
 	c := <-connected
 	t.Cleanup(c.Close)
 	return ws, c
@@ -84,7 +83,7 @@ func TestHelloHandsOverTheConnectionOnce(t *testing.T) {
 	defer withdraw()
 
 	ws := dial(t, s)
-	send(t, ws, Message{Type: TypeHello, Secret: secret})
+	send(t, ws, HelloFrame{Secret: secret})
 	var c *Conn
 	select {
 	case c = <-connected:
@@ -94,7 +93,7 @@ func TestHelloHandsOverTheConnectionOnce(t *testing.T) {
 	defer c.Close()
 
 	// The worker side says it is ready; the owner reads it.
-	send(t, ws, Message{Type: TypeReady, Python: "3.14.2"})
+	send(t, ws, ReadyFrame{Python: "3.14.2"})
 	ready, err := c.Ready(context.Background())
 	if err != nil || ready.Python != "3.14.2" {
 		t.Fatalf("Ready = %+v, %v", ready, err)
@@ -102,7 +101,7 @@ func TestHelloHandsOverTheConnectionOnce(t *testing.T) {
 
 	// The same secret again is refused and logged.
 	again := dial(t, s)
-	send(t, again, Message{Type: TypeHello, Secret: secret})
+	send(t, again, HelloFrame{Secret: secret})
 	refused(t, again)
 	if logs.FilterMessage("bridge: refused a connection with an unknown or used secret").Len() != 1 {
 		t.Errorf("reused secret not logged: %v", logs.All())
@@ -115,7 +114,7 @@ func TestBadHellosAreRefused(t *testing.T) {
 		frame func(ws *websocket.Conn) error
 	}{
 		{"wrong secret", func(ws *websocket.Conn) error {
-			b, _ := json.Marshal(Message{Type: TypeHello, Secret: "guess"})
+			b, _ := Encode(HelloFrame{Secret: "guess"})
 			return ws.Write(context.Background(), websocket.MessageText, b)
 		}},
 		{"not json", func(ws *websocket.Conn) error {
@@ -125,11 +124,11 @@ func TestBadHellosAreRefused(t *testing.T) {
 			return ws.Write(context.Background(), websocket.MessageBinary, []byte{1, 2, 3})
 		}},
 		{"result before hello", func(ws *websocket.Conn) error {
-			b, _ := json.Marshal(Message{Type: TypeResult, Status: ResultSuccess})
+			b, _ := Encode(ResultFrame{Status: ResultSuccess})
 			return ws.Write(context.Background(), websocket.MessageText, b)
 		}},
 		{"empty secret", func(ws *websocket.Conn) error {
-			b, _ := json.Marshal(Message{Type: TypeHello})
+			b, _ := Encode(HelloFrame{})
 			return ws.Write(context.Background(), websocket.MessageText, b)
 		}},
 	}
@@ -161,7 +160,7 @@ func TestWithdrawnSecretIsRefused(t *testing.T) {
 	_, withdraw := s.Expect(secret)
 	withdraw()
 	ws := dial(t, s)
-	send(t, ws, Message{Type: TypeHello, Secret: secret})
+	send(t, ws, HelloFrame{Secret: secret})
 	refused(t, ws)
 }
 
@@ -174,12 +173,11 @@ func TestRunStreamsOutputThenResult(t *testing.T) {
 		if err != nil {
 			return
 		}
-		var run Message
-		if json.Unmarshal(data, &run) != nil || run.Type != TypeRun || run.Code != "print(1)" {
+		if run, ok := decodeFrame[RunFrame](data); !ok || run.Code != "print(1)" {
 			return
 		}
-		send(t, ws, Message{Type: TypeOutput, Stream: Stdout, Lines: []string{"a", "b"}})
-		send(t, ws, Message{Type: TypeOutput, Stream: Stderr, Lines: []string{"c"}})
+		send(t, ws, OutputFrame{Stream: Stdout, Lines: []string{"a", "b"}})
+		send(t, ws, OutputFrame{Stream: Stderr, Lines: []string{"c"}})
 		raw := []byte(`{"type":"result","status":"success","return_value":[
   1
 ]}`)
@@ -215,7 +213,7 @@ func TestRunFailures(t *testing.T) {
 		check func(t *testing.T, err error)
 	}{
 		{"fatal frame", func(ws *websocket.Conn) {
-			b, _ := json.Marshal(Message{Type: TypeFatal, Error: "boom"})
+			b, _ := Encode(FatalFrame{Error: "boom"})
 			_ = ws.Write(context.Background(), websocket.MessageText, b)
 		}, func(t *testing.T, err error) {
 			var f *FatalError
@@ -236,7 +234,7 @@ func TestRunFailures(t *testing.T) {
 			}
 		}},
 		{"output to an unknown stream", func(ws *websocket.Conn) {
-			b, _ := json.Marshal(Message{Type: TypeOutput, Stream: "stdin", Lines: []string{"x"}})
+			b, _ := Encode(OutputFrame{Stream: "stdin", Lines: []string{"x"}})
 			_ = ws.Write(context.Background(), websocket.MessageText, b)
 		}, func(t *testing.T, err error) {
 			if err == nil {
@@ -244,7 +242,7 @@ func TestRunFailures(t *testing.T) {
 			}
 		}},
 		{"hello again", func(ws *websocket.Conn) {
-			b, _ := json.Marshal(Message{Type: TypeHello, Secret: "x"})
+			b, _ := Encode(HelloFrame{Secret: "x"})
 			_ = ws.Write(context.Background(), websocket.MessageText, b)
 		}, func(t *testing.T, err error) {
 			if err == nil {
@@ -291,8 +289,8 @@ func TestInstallSendsAnnouncedWheelsInOrder(t *testing.T) {
 	got := make(chan []string, 1)
 	go func() {
 		_, data, err := ws.Read(context.Background())
-		var m Message
-		if err != nil || json.Unmarshal(data, &m) != nil || m.Type != TypeInstall {
+		m, ok := decodeFrame[InstallFrame](data)
+		if err != nil || !ok {
 			got <- nil
 			return
 		}
@@ -314,9 +312,9 @@ func TestInstallSendsAnnouncedWheelsInOrder(t *testing.T) {
 			frames = append(frames, string(whole))
 		}
 		got <- frames
-		send(t, ws, Message{Type: TypeInstalled, Error: "bad wheel"})
+		send(t, ws, InstalledFrame{Error: "bad wheel"})
 	}()
-	err := c.Install(context.Background(), []Wheel{
+	err := c.Install(context.Background(), []Payload{
 		{File: File{Name: "a.whl", InstallDir: "site"}, Data: []byte("A")},
 		{File: File{Name: "b.zip", InstallDir: "dynlib", Size: int64(len(big))}, Path: path},
 		{File: File{Name: "c.whl"}},
@@ -393,7 +391,7 @@ func TestUnixSocketBridge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.CloseNow()
-	send(t, ws, Message{Type: TypeHello, Secret: secret})
+	send(t, ws, HelloFrame{Secret: secret})
 	select {
 	case c := <-connected:
 		c.Close()
@@ -438,7 +436,7 @@ func TestStrangersHoldFewDescriptors(t *testing.T) {
 	secret := NewSecret()
 	connected, withdraw := s.Expect(secret)
 	defer withdraw()
-	send(t, dial(t, s), Message{Type: TypeHello, Secret: secret})
+	send(t, dial(t, s), HelloFrame{Secret: secret})
 	select {
 	case c := <-connected:
 		c.Close()
@@ -489,13 +487,13 @@ func TestStandbyThenRestore(t *testing.T) {
 
 	// A fake standby worker: standby, then ready once asked to restore.
 	go func() {
-		send(t, ws, Message{Type: TypeStandby})
+		send(t, ws, StandbyFrame{})
 		_, data, err := ws.Read(ctx)
-		if m, _ := decode(data); err != nil || m.Type != TypeRestore {
+		if _, ok := decodeFrame[RestoreFrame](data); err != nil || !ok {
 			return
 		}
-		send(t, ws, Message{Type: TypeReady, Python: "3.14.2", Snapshot: true})
-		send(t, ws, Message{Type: TypeReady}) // out of turn for Standby below
+		send(t, ws, ReadyFrame{Python: "3.14.2", Snapshot: true})
+		send(t, ws, ReadyFrame{}) // out of turn for Standby below
 	}()
 	if err := c.Standby(ctx); err != nil {
 		t.Fatal(err)

@@ -203,10 +203,7 @@ func (b *bytecoder) quiet() {
 	defer tick.Stop()
 	deadline := time.Now().Add(compileDefer)
 	for time.Now().Before(deadline) {
-		p.mu.Lock()
-		idle := p.busy == 0 && p.starting == 0
-		p.mu.Unlock()
-		if idle {
+		if p.idle() {
 			return
 		}
 		select {
@@ -233,7 +230,7 @@ func (b *bytecoder) compile(cache *packages.Cache, w *worker, f packages.LocalFi
 	if err != nil {
 		return "", packages.Bytecode{}, err
 	}
-	wheels, err := s.pkgs.plainWheels([]packages.LocalFile{f})
+	wheels, err := s.runtime.current().pkgs.plainWheels([]packages.LocalFile{f})
 	if err != nil {
 		return "", packages.Bytecode{}, err
 	}
@@ -266,7 +263,7 @@ func (b *bytecoder) compile(cache *packages.Cache, w *worker, f packages.LocalFi
 // snapshot, no network, and a read limit for the largest archive. --deps
 // queue their wheels while the runtime is being prepared: it waits for it.
 func (s *Supervisor) startCompileWorker() (*worker, error) {
-	if _, err := s.ensure(s.ctx, nil); err != nil {
+	if _, err := s.runtime.ensure(s.ctx, nil); err != nil {
 		return nil, err
 	}
 	return s.startWorker(s.ctx, roleCompile, "")
@@ -274,6 +271,6 @@ func (s *Supervisor) startCompileWorker() (*worker, error) {
 
 // plainWheels is wheels without the compiled variants: the files as
 // fetched.
-func (in *installer) plainWheels(local []packages.LocalFile) ([]bridge.Wheel, error) {
+func (in *installer) plainWheels(local []packages.LocalFile) ([]bridge.Payload, error) {
 	return in.wheelsOf(local, map[string]bool{}, false)
 }

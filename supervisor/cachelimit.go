@@ -165,7 +165,7 @@ func (s *Supervisor) keepCache() {
 		case <-s.ctx.Done():
 			return
 		case <-follow.C:
-			s.holdRuntime(s.rt.Load())
+			s.holdRuntime(s.runtime.files())
 		case <-prune.C:
 			s.pruneCache()
 		case <-kick:

@@ -159,7 +159,7 @@ func TestSupervisorHoldsItsCacheEntries(t *testing.T) {
 
 	s := New(Config{CacheDir: root, CacheLimit: 1}, zap.NewNop())
 	defer s.Close(context.Background())
-	s.rt.Store(rt)
+	s.runtime.cur.Store(&readyRuntime{files: rt})
 	s.holdRuntime(rt) // starts the upkeep, which prunes at once
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		all, _ := listed(t, root)
@@ -204,7 +204,7 @@ func TestSupervisorHoldsItsCacheEntries(t *testing.T) {
 	next.snapshot, next.codeCache = layout{root}.snapshot(newKey), layout{root}.codeCache(newKey)
 	writeOld(t, next.snapshot)
 	writeOld(t, filepath.Join(next.codeCache, "v8_code_cache_v2"))
-	s.rt.Store(&next)
+	s.runtime.cur.Store(&readyRuntime{files: &next})
 	s.holdRuntime(&next)
 	want = []string{program, install, snapshot, newSnapshot}
 	slices.Sort(want)
@@ -252,7 +252,7 @@ func TestCurrentCacheEntries(t *testing.T) {
 // runtime it prepared, from the moment it is ready.
 func TestWarmupHoldsTheRuntime(t *testing.T) {
 	s := start(t, Config{Workers: 1})
-	rt := s.rt.Load()
+	rt := s.runtime.files()
 	d, err := cachedir.Open(s.cfg.CacheDir)
 	if err != nil {
 		t.Fatal(err)

@@ -107,7 +107,7 @@ func (s *Supervisor) call(ctx context.Context, w *worker, run bridge.RunRequest,
 
 // outcome is how a run on a worker ended: its result frame, or why none came.
 type outcome struct {
-	msg   bridge.Message
+	msg   bridge.ResultFrame
 	files bridge.Files
 	err   error
 }
@@ -142,7 +142,7 @@ func interrupt(w *worker, done <-chan outcome, grace time.Duration) (outcome, bo
 // stoppedError is the error text of code stopped from outside: the
 // traceback of the KeyboardInterrupt, when the code ended with one, shows
 // where it was; its last line becomes the reason it was stopped.
-func stoppedError(msg bridge.Message, reason string) string {
+func stoppedError(msg bridge.ResultFrame, reason string) string {
 	tb, ok := strings.CutSuffix(msg.Error, "KeyboardInterrupt\n")
 	if msg.Status != bridge.ResultRunError || !ok || !strings.HasPrefix(tb, "Traceback") {
 		return reason

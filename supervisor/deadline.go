@@ -2,15 +2,37 @@ package supervisor
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
-// The phases of a call before its code runs, as a timeout names them.
+// installPhase is a part of a call's install step, before its code runs:
+// a call whose time ran out there says which.
+type installPhase int
+
+// The phases of an install.
 const (
-	phaseFetch   = "resolving and downloading packages"
-	phaseImports = "finding the code's imports"
-	phaseInstall = "installing packages"
+	phaseNone    installPhase = iota // the install did not fail
+	phaseFetch                       // resolving the requirements and downloading their files
+	phaseImports                     // asking the worker what the code imports
+	phaseInstall                     // sending the files to the worker
 )
+
+// String says what the call was doing, as in "its time ran out while
+// installing packages".
+func (p installPhase) String() string {
+	switch p {
+	case phaseNone:
+		return ""
+	case phaseFetch:
+		return "resolving and downloading packages"
+	case phaseImports:
+		return "finding the code's imports"
+	case phaseInstall:
+		return "installing packages"
+	}
+	return fmt.Sprintf("installPhase(%d)", int(p))
+}
 
 // deadline is a call's one time limit (--timeout): it runs from the call's
 // start through fetching, installing and running, and stops only while the

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	pt "github.com/mcp-run-python/mcp-run-python/supervisor/packages/packagestest"
@@ -49,6 +50,75 @@ func TestOneTimeLimitForTheWholeCall(t *testing.T) {
 			if took > timeout+grace+time.Second {
 				t.Errorf("the call took %v, more than its limit and grace", took)
 			}
+		})
+	}
+}
+
+// A timeout's text names the phase by its String: the words users see.
+func TestInstallPhaseString(t *testing.T) {
+	tests := []struct {
+		phase installPhase
+		want  string
+	}{
+		{phaseNone, ""},
+		{phaseFetch, "resolving and downloading packages"},
+		{phaseImports, "finding the code's imports"},
+		{phaseInstall, "installing packages"},
+		{installPhase(9), "installPhase(9)"},
+	}
+	for _, tt := range tests {
+		if got := tt.phase.String(); got != tt.want {
+			t.Errorf("installPhase(%d).String() = %q, want %q", int(tt.phase), got, tt.want)
+		}
+	}
+}
+
+// TestDeadline: on the bubble's clock, a call's limit runs from its start,
+// moves by the time the call waited for a worker, and its context ends at
+// the limit to the nanosecond; without --timeout nothing ends.
+func TestDeadline(t *testing.T) {
+	const timeout, waited = 4 * time.Second, 3 * time.Second
+	tests := []struct {
+		name    string
+		timeout time.Duration
+		wait    time.Duration // the time the call waited for a worker
+		ends    time.Duration // after the start; 0: never
+	}{
+		{"limit", timeout, 0, timeout},
+		{"limit moved by the wait", timeout, waited, timeout + waited},
+		{"no limit", 0, waited, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := &Supervisor{cfg: Config{Timeout: tt.timeout}}
+				start := time.Now()
+				d := s.newDeadline(start)
+				d.extend(tt.wait)
+				ctx, cancel := d.context(context.Background())
+				defer cancel()
+				if tt.ends == 0 {
+					time.Sleep(24 * time.Hour)
+					synctest.Wait()
+					if left, ok := d.left(); ok || d.passed() || ctx.Err() != nil {
+						t.Errorf("without a limit: left %v %v, passed %v, context %v", left, ok, d.passed(), ctx.Err())
+					}
+					return
+				}
+				time.Sleep(tt.ends - time.Nanosecond)
+				synctest.Wait()
+				if left, ok := d.left(); !ok || left != time.Nanosecond || d.passed() || ctx.Err() != nil {
+					t.Errorf("a nanosecond before the limit: left %v %v, passed %v, context %v", left, ok, d.passed(), ctx.Err())
+				}
+				time.Sleep(time.Nanosecond)
+				synctest.Wait()
+				if left, ok := d.left(); !ok || left != 0 || !d.passed() || ctx.Err() != context.DeadlineExceeded {
+					t.Errorf("at the limit: left %v %v, passed %v, context %v", left, ok, d.passed(), ctx.Err())
+				}
+				if took := time.Since(start); took != tt.ends {
+					t.Errorf("the limit came %v after the start, want %v", took, tt.ends)
+				}
+			})
 		})
 	}
 }

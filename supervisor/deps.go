@@ -23,9 +23,9 @@ import (
 // interpreter (cheap: unpacking, no import), so that what the modules read
 // or import later is there.
 type depsSet struct {
-	wheels  []bridge.Wheel  // in install order
-	modules []string        // the top-level modules imported
-	files   map[string]bool // the wheels' file names: installed in every interpreter
+	wheels  []bridge.Payload // in install order
+	modules []string         // the top-level modules imported
+	files   map[string]bool  // the wheels' file names: installed in every interpreter
 }
 
 // withDeps returns rt with a snapshot that holds the --deps packages
@@ -34,12 +34,12 @@ type depsSet struct {
 // in that snapshot. When anything fails (the index cannot be reached, a
 // package cannot be installed) it logs why and returns rt: calls then
 // install --deps each, as without a snapshot.
-func (s *Supervisor) withDeps(ctx context.Context, rt *runtimeFiles, progress func(string)) *runtimeFiles {
+func (s *Supervisor) withDeps(ctx context.Context, rt *runtimeFiles, pkgs *installer, progress func(string)) *runtimeFiles {
 	if len(s.cfg.Deps) == 0 || rt.key == "" {
 		return rt
 	}
 	progress("resolving --deps " + strings.Join(s.cfg.Deps, ", "))
-	deps, sum, err := s.resolveDeps(ctx)
+	deps, sum, err := s.resolveDeps(ctx, pkgs)
 	if err != nil {
 		s.log.Warn("--deps are not in the memory snapshot: calls install them each", zap.Error(err))
 		return rt
@@ -76,7 +76,7 @@ func (s *Supervisor) runtimeWith(ctx context.Context, rt *runtimeFiles, key stri
 
 // importable adds to modules the top-level modules of wheels that a
 // package offers: not private ones, nor tests. Shared libraries have none.
-func importable(wheels []bridge.Wheel, modules map[string]bool) error {
+func importable(wheels []bridge.Payload, modules map[string]bool) error {
 	for _, w := range wheels {
 		if !strings.HasSuffix(w.Name, ".whl") {
 			continue
@@ -100,15 +100,15 @@ func offered(mods, modules map[string]bool) {
 	}
 }
 
-// resolveDeps resolves and fetches --deps, pins the installer's --deps to
+// resolveDeps resolves and fetches --deps with pkgs, pins its --deps to
 // what it resolved, and returns the set with the sha256 of each file.
-func (s *Supervisor) resolveDeps(ctx context.Context) (*depsSet, []string, error) {
-	plan, local, err := s.pkgs.obtain(ctx, s.cfg.Deps, nil, map[string]bool{}, nil)
+func (s *Supervisor) resolveDeps(ctx context.Context, pkgs *installer) (*depsSet, []string, error) {
+	plan, local, err := pkgs.obtain(ctx, s.cfg.Deps, nil, map[string]bool{}, nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	files := map[string]bool{}
-	wheels, err := s.pkgs.wheels(local, files)
+	wheels, err := pkgs.wheels(local, files)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -127,16 +127,7 @@ func (s *Supervisor) resolveDeps(ctx context.Context) (*depsSet, []string, error
 	for _, f := range plan.Files {
 		pins = append(pins, f.Name+"=="+f.Version)
 	}
-	s.pkgs.pinDeps(pins)
+	pkgs.pinDeps(pins)
 	deps := &depsSet{wheels: wheels, files: files, modules: slices.Sorted(maps.Keys(modules))}
 	return deps, sums, nil
-}
-
-// preinstalled returns the files every interpreter has installed: those of
-// --deps when the snapshot holds them.
-func (s *Supervisor) preinstalled() map[string]bool {
-	if rt := s.rt.Load(); rt != nil && rt.deps != nil {
-		return maps.Clone(rt.deps.files)
-	}
-	return map[string]bool{}
 }

@@ -20,7 +20,7 @@ func (s *Supervisor) putMounts(ctx context.Context, w *worker) error {
 		return nil
 	}
 	var dirs, readOnly []string
-	var files []bridge.Wheel
+	var files []bridge.Payload
 	for _, m := range s.mounts {
 		dirs = append(dirs, m.Sandbox)
 		if !m.Writable {
@@ -34,7 +34,7 @@ func (s *Supervisor) putMounts(ctx context.Context, w *worker) error {
 			s.log.Warn("a file of a mounted folder is left out", zap.Stringer("mount", m.Mount), zap.String("path", sk.Path), zap.String("why", sk.Reason))
 		}
 		for _, f := range got {
-			files = append(files, bridge.Wheel{File: bridge.File{Name: path.Join(m.Sandbox, f.Path)}, Data: f.Data})
+			files = append(files, bridge.Payload{File: bridge.File{Name: path.Join(m.Sandbox, f.Path)}, Data: f.Data})
 		}
 	}
 	if err := w.conn.Put(ctx, dirs, readOnly, files); err != nil {

@@ -19,7 +19,7 @@ import (
 
 // helperRole is the environment variable that makes this test binary a
 // helper process instead of a test run (the os/exec TestHelperProcess
-// pattern): a stand-in worker for the pool's tests, or a server to kill.
+// pattern): a stand-in worker that never connects, or a server to kill.
 const helperRole = "SUPERVISOR_TEST_HELPER"
 
 // TestHelperProcess is not a test: see helperRole.
@@ -42,25 +42,6 @@ func helperCommand(role string, env ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
 	cmd.Env = append(append(os.Environ(), helperRole+"="+role), env...)
 	return cmd
-}
-
-// startHelperWorker starts a stand-in worker through the platform layer: a
-// worker without a bridge connection, for tests of the pool.
-func startHelperWorker(onExit func()) (*worker, error) {
-	cmd := helperCommand("worker")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	p, err := proc.Start(cmd, proc.Options{})
-	if err != nil {
-		return nil, err
-	}
-	return newWorker(new(tracker), p, stdin, stderr, zap.NewNop(), onExit), nil
 }
 
 // serveUntilKilled is the "server" role: a supervisor whose workers have

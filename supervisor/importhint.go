@@ -34,7 +34,7 @@ func (in *installer) missingPackageNote(errText, code string, script []string, f
 		return ""
 	}
 	module := m[1]
-	if in.toolsModule && module == "mcp_tools" {
+	if in.made[module] {
 		return ""
 	}
 	inf := packages.InferImports([]string{module}, nil, in.imports)

@@ -35,9 +35,10 @@ type installer struct {
 	cache    *packages.Cache
 	imports  map[string]string // import name → package name, from Pyodide's lock file
 	log      *zap.Logger
-	// toolsModule: code mode is on, and the runner makes the mcp_tools
-	// module, which no package provides.
-	toolsModule bool
+	// made are the top-level modules the worker's runner makes itself
+	// (code mode's mcp_tools; see Supervisor.runnerModules): no package
+	// provides them, so none is installed or suggested for them.
+	made map[string]bool
 	// deps are --deps, for every call: as given, or pinned to what the
 	// snapshot holds (see pinDeps).
 	deps atomic.Pointer[[]string]
@@ -89,13 +90,12 @@ func newInstaller(cfg Config, pyodideDir string, log *zap.Logger) (*installer, e
 		return nil, err
 	}
 	in := &installer{
-		resolver:    resolver,
-		mirror:      resolver.WithoutPyodideHost(),
-		cache:       cache,
-		imports:     lock.ImportTable(),
-		log:         log,
-		toolsModule: cfg.Tools != nil,
-		plans:       newTTLCache[string, resolved](maxPlans, planTTL),
+		resolver: resolver,
+		mirror:   resolver.WithoutPyodideHost(),
+		cache:    cache,
+		imports:  lock.ImportTable(),
+		log:      log,
+		plans:    newTTLCache[string, resolved](maxPlans, planTTL),
 	}
 	in.deps.Store(&cfg.Deps)
 	return in, nil
@@ -105,7 +105,7 @@ func newInstaller(cfg Config, pyodideDir string, log *zap.Logger) (*installer, e
 // from the cache, skipping those already installed. A failure is a
 // *packages.Error naming the requirement. Progress goes to the server's log
 // and, as Progress lines, to out if it is not nil.
-func (in *installer) files(ctx context.Context, reqs []string, installed map[string]bool, out func(Line)) ([]bridge.Wheel, error) {
+func (in *installer) files(ctx context.Context, reqs []string, installed map[string]bool, out func(Line)) ([]bridge.Payload, error) {
 	all := append(slices.Clone(*in.deps.Load()), reqs...)
 	if len(all) == 0 {
 		return nil, nil
@@ -145,6 +145,7 @@ func (in *installer) progress(out func(Line)) func(string) {
 // The plan's warnings go to out as Stderr lines: they are part of the
 // call's output, as pip's are.
 func (in *installer) obtain(ctx context.Context, reqs, inferred []string, installed map[string]bool, out func(Line)) (packages.Plan, []packages.LocalFile, error) {
+	progressFrom(ctx).resolving(append(slices.Clone(reqs), inferred...))
 	plan, local, err := in.resolveAndFetch(ctx, reqs, inferred, installed, in.progress(out))
 	for _, w := range plan.Warnings {
 		in.log.Debug(w)
@@ -194,7 +195,7 @@ func (in *installer) fetch(ctx context.Context, plan packages.Plan, installed ma
 			todo.Files = append(todo.Files, f)
 		}
 	}
-	return in.cache.WithProgress(progress).Fetch(ctx, todo)
+	return in.cache.WithProgress(progress).WithTransfer(progressFrom(ctx).transfer()).Fetch(ctx, todo)
 }
 
 // wheels names fetched files for the worker and marks them installed. The
@@ -203,13 +204,13 @@ func (in *installer) fetch(ctx context.Context, plan packages.Plan, installed ma
 // named by its compiled variant; one not compiled yet is queued for it (see
 // bytecode.go). Keys that name a set of files by their paths take
 // packages.SourcePath of each, which a compile does not change.
-func (in *installer) wheels(local []packages.LocalFile, installed map[string]bool) ([]bridge.Wheel, error) {
+func (in *installer) wheels(local []packages.LocalFile, installed map[string]bool) ([]bridge.Payload, error) {
 	return in.wheelsOf(local, installed, true)
 }
 
 // wheelsOf is wheels, with the compiled variants only if compiled.
-func (in *installer) wheelsOf(local []packages.LocalFile, installed map[string]bool, compiled bool) ([]bridge.Wheel, error) {
-	wheels := make([]bridge.Wheel, len(local))
+func (in *installer) wheelsOf(local []packages.LocalFile, installed map[string]bool, compiled bool) ([]bridge.Payload, error) {
+	wheels := make([]bridge.Payload, len(local))
 	for i, f := range local {
 		path := f.Path
 		if compiled {
@@ -221,7 +222,7 @@ func (in *installer) wheelsOf(local []packages.LocalFile, installed map[string]b
 		if err != nil {
 			return nil, fmt.Errorf("read %s from the package cache: %w", f.Filename, err)
 		}
-		wheels[i] = bridge.Wheel{File: bridge.File{Name: f.Filename, InstallDir: f.InstallDir, Size: fi.Size()}, Path: path}
+		wheels[i] = bridge.Payload{File: bridge.File{Name: f.Filename, InstallDir: f.InstallDir, Size: fi.Size()}, Path: path}
 		installed[f.Filename] = true
 	}
 	return wheels, nil
@@ -278,13 +279,13 @@ const maxImportRounds = 2
 // worker of a learned set it also hides the set's modules and claims its
 // wheels instead of installing them (see [inference]), and the error is
 // errUnfit when the set is not what the rounds would install.
-func (in *installer) fromImports(ctx context.Context, w *worker, code string, installed map[string]bool, out func(Line), inf *inference) (reqs []string, phase string, err error) {
+func (in *installer) fromImports(ctx context.Context, w *worker, code string, installed map[string]bool, out func(Line), inf *inference) (reqs []string, phase installPhase, err error) {
 	// Without the word there is no import statement to find: skip the round trip.
 	if !strings.Contains(code, "import") {
 		if len(inf.unclaimed) > 0 {
 			return nil, phaseImports, errUnfit
 		}
-		return nil, "", nil
+		return nil, phaseNone, nil
 	}
 	progress := in.progress(out)
 	tried := map[string]bool{} // normalized packages looked up in a round
@@ -299,12 +300,10 @@ func (in *installer) fromImports(ctx context.Context, w *worker, code string, in
 		if missing, err = w.conn.Imports(ctx, code, inf.hidden()); err != nil {
 			return reqs, phaseImports, fmt.Errorf("find the code's imports: %w", err)
 		}
-		if in.toolsModule {
-			missing = slices.DeleteFunc(missing, func(name string) bool {
-				top, _, _ := strings.Cut(name, ".")
-				return top == "mcp_tools"
-			})
-		}
+		missing = slices.DeleteFunc(missing, func(name string) bool {
+			top, _, _ := strings.Cut(name, ".")
+			return in.made[top]
+		})
 		if round == 0 {
 			inf.first = slices.Clone(missing)
 		}
@@ -335,8 +334,11 @@ func (in *installer) fromImports(ctx context.Context, w *worker, code string, in
 				if !inf.claim(wheels) {
 					return reqs, phaseImports, errUnfit
 				}
-			} else if err := w.conn.Install(ctx, wheels); err != nil {
-				return append(reqs, used...), phaseInstall, err
+			} else {
+				progressFrom(ctx).installing(wheels)
+				if err := w.conn.Install(ctx, wheels); err != nil {
+					return append(reqs, used...), phaseInstall, err
+				}
 			}
 			inf.wheels = append(inf.wheels, wheels...)
 		}
@@ -361,7 +363,7 @@ func (in *installer) fromImports(ctx context.Context, w *worker, code string, in
 			progress("skipping " + imp + ": no package provides it, so importing it raises ImportError (" + p.reason + ")")
 		}
 	}
-	return reqs, "", nil
+	return reqs, phaseNone, nil
 }
 
 // inferredFiles resolves the packages inferred from imports (after --deps
@@ -374,7 +376,7 @@ func (in *installer) fromImports(ctx context.Context, w *worker, code string, in
 // checked to provide the imported top-level module: a look-alike project
 // that took the name on the index, or a project some table maps wrongly, is
 // dropped and the rest resolved again.
-func (in *installer) inferredFiles(ctx context.Context, fresh []packages.Inferred, earlier []string, installed map[string]bool, out func(Line)) ([]bridge.Wheel, []string, map[string]string, error) {
+func (in *installer) inferredFiles(ctx context.Context, fresh []packages.Inferred, earlier []string, installed map[string]bool, out func(Line)) ([]bridge.Payload, []string, map[string]string, error) {
 	progress := in.progress(out)
 	firm := append(slices.Clone(*in.deps.Load()), earlier...)
 	skipped := map[string]string{}

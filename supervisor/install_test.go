@@ -14,7 +14,7 @@ import (
 )
 
 // wheel builds a pure-Python wheel with one module file.
-func wheel(t *testing.T, name, version, source string) bridge.Wheel {
+func wheel(t *testing.T, name, version, source string) bridge.Payload {
 	t.Helper()
 	var buf bytes.Buffer
 	z := zip.NewWriter(&buf)
@@ -36,7 +36,7 @@ func wheel(t *testing.T, name, version, source string) bridge.Wheel {
 	if err := z.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return bridge.Wheel{File: bridge.File{Name: name + "-" + version + "-py3-none-any.whl"}, Data: buf.Bytes()}
+	return bridge.Payload{File: bridge.File{Name: name + "-" + version + "-py3-none-any.whl"}, Data: buf.Bytes()}
 }
 
 // takeWorker returns a supervisor and a warm worker taken from it, retired
@@ -65,7 +65,7 @@ func TestWorkerImportsAndInstalls(t *testing.T) {
 	if want := []string{"other", "other.sub", "tinypkg"}; !slices.Equal(missing, want) {
 		t.Errorf("Imports = %q, want %q", missing, want)
 	}
-	if err := w.conn.Install(ctx, []bridge.Wheel{wheel(t, "tinypkg", "1.0", "VALUE = 'from a wheel'\n")}); err != nil {
+	if err := w.conn.Install(ctx, []bridge.Payload{wheel(t, "tinypkg", "1.0", "VALUE = 'from a wheel'\n")}); err != nil {
 		t.Fatal(err)
 	}
 	res, _, err := s.call(ctx, w, bridge.RunRequest{Code: "import tinypkg\ntinypkg.VALUE"}, &deadline{}, nil)
@@ -93,7 +93,7 @@ func TestImportsOfCodeThatCannotBeParsed(t *testing.T) {
 func TestInstallOfABrokenWheelFails(t *testing.T) {
 	s, w := takeWorker(t)
 	ctx := context.Background()
-	err := w.conn.Install(ctx, []bridge.Wheel{{File: bridge.File{Name: "broken-1.0-py3-none-any.whl"}, Data: []byte("not a zip")}})
+	err := w.conn.Install(ctx, []bridge.Payload{{File: bridge.File{Name: "broken-1.0-py3-none-any.whl"}, Data: []byte("not a zip")}})
 	if err == nil {
 		t.Fatal("a broken wheel installed")
 	}

@@ -76,8 +76,8 @@ var errUnfit = errors.New("the code's imports need other packages than the worke
 // ([installer.fromImports]) found, and on a worker of a learned set what
 // they may still claim.
 type inference struct {
-	first  []string       // the names missing in the first round
-	wheels []bridge.Wheel // the files the rounds installed or claimed
+	first  []string         // the names missing in the first round
+	wheels []bridge.Payload // the files the rounds installed or claimed
 	// unclaimed, on a worker of a learned set (nil on any other), are the
 	// set's files that no round has asked for yet, with the top-level
 	// modules each provides. Those modules are hidden from the imports
@@ -98,7 +98,7 @@ func (inf *inference) hidden() []string {
 
 // claim takes wheels, which a round would install, from the files not
 // claimed yet, and reports whether they all were.
-func (inf *inference) claim(wheels []bridge.Wheel) bool {
+func (inf *inference) claim(wheels []bridge.Payload) bool {
 	for _, w := range wheels {
 		if _, ok := inf.unclaimed[w.Name]; !ok {
 			return false
@@ -195,7 +195,7 @@ func (s *Supervisor) learnInferred(rt *runtimeFiles, inf *inference) {
 
 // setKey names the set of package files wheels on top of rt. Their paths
 // in the content-addressed cache name their contents.
-func setKey(rt *runtimeFiles, wheels []bridge.Wheel) string {
+func setKey(rt *runtimeFiles, wheels []bridge.Payload) string {
 	h := sha256.New()
 	h.Write([]byte(rt.key))
 	if rt.deps != nil {
@@ -252,7 +252,7 @@ func (l *learner) forget(key string) {
 // of rt) and returns the kind of worker to ask the pool for: the set's key
 // once its snapshot is made, else "". At the set's learnAfter-th use it
 // starts making the snapshot.
-func (s *Supervisor) learnUse(rt *runtimeFiles, wheels []bridge.Wheel) string {
+func (s *Supervisor) learnUse(rt *runtimeFiles, wheels []bridge.Payload) string {
 	if len(wheels) == 0 || rt.key == "" {
 		return ""
 	}
@@ -275,7 +275,7 @@ func (s *Supervisor) learnUse(rt *runtimeFiles, wheels []bridge.Wheel) string {
 
 // learnSet makes the snapshot of a set and keeps its runtime, evicting the
 // least recently used learned set past maxLearned.
-func (s *Supervisor) learnSet(rt *runtimeFiles, key string, wheels []bridge.Wheel) {
+func (s *Supervisor) learnSet(rt *runtimeFiles, key string, wheels []bridge.Payload) {
 	l := s.learn
 	var holds []func()
 	release := func() {

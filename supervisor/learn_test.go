@@ -28,9 +28,9 @@ func TestInferenceClaims(t *testing.T) {
 				if got := inf.hidden(); !slices.Equal(got, tc.wantHidden[i]) {
 					t.Errorf("round %d hides %q, want %q", i, got, tc.wantHidden[i])
 				}
-				var wheels []bridge.Wheel
+				var wheels []bridge.Payload
 				for _, f := range files {
-					wheels = append(wheels, bridge.Wheel{File: bridge.File{Name: f}})
+					wheels = append(wheels, bridge.Payload{File: bridge.File{Name: f}})
 				}
 				if !inf.claim(wheels) {
 					fits = false
@@ -81,7 +81,7 @@ func TestLearnInferredRemembersTheFirstRound(t *testing.T) {
 	s := &Supervisor{learn: newLearner()}
 	s.learn.making = true // no snapshot is made here
 	rt := &runtimeFiles{key: "rt"}
-	wheels := []bridge.Wheel{{File: bridge.File{Name: "requests.whl"}}, {File: bridge.File{Name: "urllib3.whl"}}}
+	wheels := []bridge.Payload{{File: bridge.File{Name: "requests.whl"}}, {File: bridge.File{Name: "urllib3.whl"}}}
 	s.learnInferred(rt, &inference{first: []string{"requests.adapters", "requests"}, wheels: wheels})
 	s.learnInferred(rt, &inference{first: []string{"nothing"}}) // nothing installed: nothing to learn
 	key := setKey(rt, wheels)

@@ -2,11 +2,8 @@ package supervisor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
-
-	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 )
@@ -78,129 +75,11 @@ func (t *tracker) shut() <-chan struct{} {
 	return t.idle
 }
 
-// preparation is one attempt to prepare the runtime, on a goroutine of the
-// supervisor's: calls wait for it, each within its own context, and none
-// is the one that prepares, so no call's end or cancellation cuts it short.
-// Only Close does.
-type preparation struct {
-	done chan struct{} // closed when it has ended
-	rt   *runtimeFiles // set before done is closed, unless it failed
-	err  error         // why it failed, set before done is closed
-
-	mu     sync.Mutex
-	steps  []string               // the steps reported so far
-	listen map[*func(string)]bool // who hears the steps (Warmup's progress)
-}
-
-// step reports a step of the preparation to its listeners, or to the log
-// when nobody listens.
-func (p *preparation) step(log *zap.Logger, step string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.steps = append(p.steps, step)
-	if len(p.listen) == 0 {
-		log.Info(step)
-	}
-	for l := range p.listen {
-		(*l)(step)
-	}
-}
-
-// hear makes progress hear the steps, one at a time: those reported so far
-// at once, then the others as they come, until stop is called.
-func (p *preparation) hear(progress func(string)) (stop func()) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, step := range p.steps {
-		progress(step)
-	}
-	if p.listen == nil {
-		p.listen = map[*func(string)]bool{}
-	}
-	key := &progress
-	p.listen[key] = true
-	return func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		delete(p.listen, key)
-	}
-}
-
-// ensure waits, within ctx, for the runtime, starting its preparation
-// unless one is under way; a preparation that failed is tried again by the
-// next call. progress, if not nil, hears the steps of the preparation.
-// The caller must be counted by s.wg: a call it admitted (see
-// tracker.enter) or a goroutine it started.
-func (s *Supervisor) ensure(ctx context.Context, progress func(string)) (*runtimeFiles, error) {
-	if rt := s.rt.Load(); rt != nil {
-		return rt, nil
-	}
-	p, err := s.preparing()
-	if err != nil {
-		return nil, err
-	}
-	if progress != nil {
-		defer p.hear(progress)()
-	}
-	select {
-	case <-p.done:
-		return p.rt, p.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for the runtime: %w", context.Cause(ctx))
-	}
-}
-
-// preparing returns the preparation under way or done, starting one if
-// there is none or the last one failed.
-func (s *Supervisor) preparing() (*preparation, error) {
-	s.prepMu.Lock()
-	defer s.prepMu.Unlock()
-	if p := s.prepared; p != nil {
-		select {
-		case <-p.done:
-			if p.err == nil || errors.Is(p.err, errClosed) {
-				return p, nil
-			}
-		default:
-			return p, nil
-		}
-	}
-	p := &preparation{done: make(chan struct{})}
-	if !s.wg.Go(func() { s.prepareRuntime(p) }) {
-		return nil, errClosed
-	}
-	s.prepared = p
-	return p, nil
-}
-
-// prepareRuntime prepares the runtime, once, and starts the pool's slots;
-// it ends early when the supervisor closes. Its failure is logged: the
-// server keeps answering, and the next call tries again.
-func (s *Supervisor) prepareRuntime(p *preparation) {
-	defer close(p.done)
-	p.rt, p.err = s.buildRuntime(s.ctx, func(step string) { p.step(s.log, step) })
-	switch {
-	case p.err == nil:
-	case s.ctx.Err() != nil:
-		p.rt, p.err = nil, errClosed
-		s.log.Debug("runtime preparation stopped: the supervisor is closing")
-	default:
-		s.log.Error("cannot prepare the Python runtime", zap.Error(p.err))
-	}
-}
-
-// buildRuntime is prepareRuntime's work. Only the preparation's goroutine
-// writes the fields it sets, and Close reads them once that has ended.
-func (s *Supervisor) buildRuntime(ctx context.Context, progress func(string)) (*runtimeFiles, error) {
-	select {
-	case s.prep <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	defer func() { <-s.prep }()
-	if err := ctx.Err(); err != nil {
-		return nil, err // closed while waiting for a repair
-	}
+// buildRuntime is the runtime's first build (see runtimeKeeper): the run
+// directory, the bridge, the runtime files, the installer and --deps. Only
+// the keeper's goroutine writes the fields it sets, and Close reads them
+// once that has ended.
+func (s *Supervisor) buildRuntime(ctx context.Context, progress func(string)) (*readyRuntime, error) {
 	if s.run == nil {
 		run, err := openRunDir(s.log)
 		if err != nil {
@@ -215,27 +94,40 @@ func (s *Supervisor) buildRuntime(ctx context.Context, progress func(string)) (*
 		}
 		s.bridge = b
 	}
-	rt, err := s.prepare(ctx, progress)
+	files, err := s.prepare(ctx, progress)
 	if err != nil {
 		return nil, err
 	}
-	if v, err := pythonVersion(rt.pyodide); err == nil {
+	if v, err := pythonVersion(files.pyodide); err == nil {
 		s.python.Store(v)
 	}
-	pkgs, err := newInstaller(s.cfg, rt.pyodide, s.log)
+	pkgs, err := newInstaller(s.cfg, files.pyodide, s.log)
 	if err != nil {
 		return nil, fmt.Errorf("package installer: %w", err)
 	}
 	if v, ok := s.python.Load().(string); ok {
 		pkgs.bytecode = s.newBytecoder(v) // see bytecode.go
 	}
-	s.pkgs = pkgs
-	rt = s.withDeps(ctx, rt, progress)
-	s.rt.Store(rt)
-	s.holdRuntime(rt)
+	pkgs.made = s.runnerModules()
+	files = s.withDeps(ctx, files, pkgs, progress)
+	return &readyRuntime{files: files, pkgs: pkgs}, nil
+}
+
+// runtimeStarted begins what needs the runtime published: the hold on its
+// cache entries, the pool, and the watch of this host's addresses.
+func (s *Supervisor) runtimeStarted(rt *readyRuntime) {
+	s.holdRuntime(rt.files)
 	s.pool.begin()
 	if s.addrs != nil {
 		s.wg.Go(func() { s.addrs.watch(s.ctx, addrPoll) })
 	}
-	return rt, nil
+}
+
+// rebuildRuntime makes the runtime's files again, for a repair.
+func (s *Supervisor) rebuildRuntime(ctx context.Context, pkgs *installer, progress func(string)) (*runtimeFiles, error) {
+	files, err := s.prepare(ctx, progress)
+	if err != nil {
+		return nil, err
+	}
+	return s.withDeps(ctx, files, pkgs, progress), nil
 }

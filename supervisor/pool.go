@@ -37,10 +37,11 @@ type poolConfig struct {
 // standby workers; a server idle that long holds half of them on standby.
 const defaultBusy = 30 * time.Second
 
-// pool hands out warm workers. Every worker is in exactly one state:
-// starting, warm (idle, in warm) or busy (taken by a call). Once begun, the
-// pool starts workers while fewer than Warm are warm or starting, plus one
-// per waiting call, never more than Workers alive at once.
+// workerPool hands out warm workers. Each of its workers is a member in one
+// state (see workerState): starting, warm (on standby, restoring or ready),
+// busy (taken by a call) or dying. Once begun, the pool starts workers while
+// fewer than Warm are warm or starting, plus one per waiting call, never
+// more than Workers alive at once.
 //
 // Calls that find no warm worker wait. The queue is bounded by how long a
 // call would wait, not by how many wait: a call whose estimated wait is over
@@ -49,40 +50,37 @@ const defaultBusy = 30 * time.Second
 // PerPrincipal workers, and a free worker goes to the waiting principal
 // served least recently, first come first served within a principal.
 //
-// It knows workers only as processes: start, its one way to get a worker,
-// is the seam that tests replace.
-type pool struct {
+// It knows workers through poolWorker only, and gets them from start: the
+// seam that its tests replace with workers in memory.
+type workerPool[W poolWorker] struct {
 	cfg   poolConfig
-	start func(ctx context.Context, kind string) (*worker, error)
+	start func(ctx context.Context, kind string) (W, error)
 	// restore makes a standby worker's interpreter in the background (see
 	// standby.go); nil when workers start restored.
-	restore func(w *worker)
+	restore func(w W)
 	// hot are the kinds of worker (learned package sets, see learn.go) to
 	// keep one warm worker of each, most wanted first; nil for none.
 	hot func() []string
 	// stale reports a worker whose network permissions are out of date
 	// (see addrWatch): it is not kept warm. Nil when none can be.
-	stale    func(w *worker) bool
+	stale    func(w W) bool
 	ctx      context.Context // the supervisor's: ends when it closes
 	wg       *tracker        // the supervisor's: every goroutine that starts or kills workers
 	log      *zap.Logger
 	restarts prometheus.Counter
 	wait     prometheus.Observer
 
-	mu       sync.Mutex
-	begun    bool // start may be called: the runtime exists
-	warm     []*worker
-	starting int
-	kinds    map[string]int // workers starting, by kind
-	busy     int
-	dying    int       // retired, not yet reaped: still counted against Workers
-	waiters  []*waiter // calls waiting for a worker, in arrival order
-	closed   bool
-
-	holders map[*worker]string // the principal each busy worker serves
-	running map[string]int     // busy workers per principal
-	served  map[string]uint64  // when each principal with calls last got a worker
-	tick    uint64             // counts grants, for served
+	mu     sync.Mutex
+	begun  bool // start may be called: the runtime exists
+	closed bool
+	// members are the pool's workers but the gone, the warm ones in the
+	// order they became warm.
+	members []*member[W]
+	waiters []*waiter[W] // calls waiting for a worker, in arrival order
+	// served is when each principal with calls last got a worker, in
+	// grants counted by tick.
+	served map[string]uint64
+	tick   uint64
 	// perPlace is the recent wait per place in the queue (an exponentially
 	// weighted mean): a call with n calls before it waits about n+1 times it.
 	perPlace time.Duration
@@ -107,24 +105,25 @@ type startFailures struct {
 
 // retrying reports whether starts of kind wait for their backoff. p.mu
 // must be held.
-func (p *pool) retrying(kind string) bool {
+func (p *workerPool[W]) retrying(kind string) bool {
 	f := p.failed[kind]
 	return f != nil && f.retrying
 }
 
 // grant is what a waiting call gets: a worker, or why none will come.
-type grant struct {
-	w   *worker
+type grant[W poolWorker] struct {
+	m   *member[W]
 	err error
 }
 
 // waiter is a call waiting for a worker.
-type waiter struct {
-	ch        chan grant // buffered: a grant never blocks the pool
+type waiter[W poolWorker] struct {
+	ch        chan grant[W] // buffered: a grant never blocks the pool
 	principal string
 	kind      string // the kind of worker it prefers; it takes a plain one too
 	ahead     int    // calls that waited before it when it came
 	since     time.Time
+	moved     chan struct{} // buffered: a call before it left the queue
 }
 
 // perPlaceWeight is the weight of the newest wait in perPlace.
@@ -133,16 +132,16 @@ const perPlaceWeight = 0.25
 // unavailable says why no call can be served now: no worker is warm or
 // starting and the last plain start failed, so waiting would only end in the
 // queue timeout. Nil when calls may wait. p.mu must be held.
-func (p *pool) unavailable() error {
+func (p *workerPool[W]) unavailable() error {
 	f := p.failed[""] // every call takes a plain worker
-	if f == nil || len(p.warm) > 0 || p.starting > 0 {
+	if f == nil || slices.ContainsFunc(p.members, func(m *member[W]) bool { return m.state == stateStarting || m.state.warm() }) {
 		return nil
 	}
 	return fmt.Errorf("%w: %v", ErrUnavailable, f.lastErr)
 }
 
 // begin lets the pool start workers.
-func (p *pool) begin() {
+func (p *workerPool[W]) begin() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.begun = true
@@ -157,43 +156,40 @@ func (p *pool) begin() {
 // one, else a plain one; a worker of another kind goes to no call of
 // another kind (its interpreter has other packages loaded), but one idle
 // while a call waits is retired, for a plain one to start in its place.
-func (p *pool) acquire(ctx context.Context, principal, kind string) (*worker, error) {
+func (p *workerPool[W]) acquire(ctx context.Context, principal, kind string) (W, error) {
+	var none W
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil, errClosed
+		return none, errClosed
 	}
 	// Warm workers are handed to waiting calls as they come, so a warm
 	// worker that fits now fits no waiting call.
 	for p.mayHold(principal) {
-		i := p.fitting(kind)
-		if i < 0 {
+		m := p.fitting(kind)
+		if m == nil {
 			break
 		}
-		w := p.warm[i]
-		p.warm = slices.Delete(p.warm, i, i+1)
-		if w.dead() {
-			// Died while idle, a moment before watchIdle would have seen it;
-			// the refill below replaces it.
-			p.restarts.Inc()
-			p.wg.Go(w.kill) // releases its connection
+		if m.w.dead() {
+			// Died while idle, a moment before watchIdle would have seen it.
+			p.lose(m)
 			continue
 		}
-		p.take(w, principal)
+		p.take(m, principal)
 		p.refill()
 		p.mu.Unlock()
 		p.wait.Observe(0)
-		return w, nil
+		return m.w, nil
 	}
 	if err := p.unavailable(); err != nil {
 		p.mu.Unlock()
-		return nil, err
+		return none, err
 	}
 	if err := p.admit(); err != nil {
 		p.mu.Unlock()
-		return nil, err
+		return none, err
 	}
-	wt := &waiter{ch: make(chan grant, 1), principal: principal, kind: kind, ahead: len(p.waiters), since: time.Now()}
+	wt := &waiter[W]{ch: make(chan grant[W], 1), principal: principal, kind: kind, ahead: len(p.waiters), since: time.Now(), moved: make(chan struct{}, 1)}
 	p.waiters = append(p.waiters, wt)
 	p.evictIdle()
 	p.refill()
@@ -205,43 +201,77 @@ func (p *pool) acquire(ctx context.Context, principal, kind string) (*worker, er
 		defer t.Stop()
 		timeout = t.C
 	}
+	// The call's client hears its place in the queue as it changes.
+	progress := progressFrom(ctx)
+	place := wt.ahead + 1
+	progress.queued(place)
 	var err error
-	select {
-	case g := <-wt.ch:
-		p.wait.Observe(time.Since(wt.since).Seconds())
-		return g.w, g.err
-	case <-timeout:
-		err = fmt.Errorf("%w: none became free within the queue timeout of %s", ErrQueueTimeout, p.cfg.QueueTimeout)
-		if health := p.health(); health.Err != "" {
-			err = fmt.Errorf("%w: %s", ErrUnavailable, health.Err)
+	for err == nil {
+		select {
+		case <-wt.moved:
+			if now := p.place(wt); now > 0 && now != place {
+				place = now
+				progress.queued(place)
+			}
+		case g := <-wt.ch:
+			p.wait.Observe(time.Since(wt.since).Seconds())
+			if g.err != nil {
+				return none, g.err
+			}
+			return g.m.w, nil
+		case <-timeout:
+			err = fmt.Errorf("%w: none became free within the queue timeout of %s", ErrQueueTimeout, p.cfg.QueueTimeout)
+			if health := p.health(); health.Err != "" {
+				err = fmt.Errorf("%w: %s", ErrUnavailable, health.Err)
+			}
+		case <-ctx.Done():
+			err = fmt.Errorf("waiting for a free worker: %w", context.Cause(ctx))
+		case <-p.ctx.Done():
+			err = errClosed
 		}
-	case <-ctx.Done():
-		err = fmt.Errorf("waiting for a free worker: %w", context.Cause(ctx))
-	case <-p.ctx.Done():
-		err = errClosed
 	}
 	p.wait.Observe(time.Since(wt.since).Seconds())
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if i := slices.Index(p.waiters, wt); i >= 0 {
-		p.waiters = slices.Delete(p.waiters, i, i+1)
+		p.unqueue(i)
 		p.forget(principal)
-		return nil, err
+		return none, err
 	}
 	// A worker was handed over as we gave up: it never ran code, so it
 	// goes to the next caller.
-	if g := <-wt.ch; g.w != nil {
-		p.release(g.w)
-		p.offer(g.w)
+	if g := <-wt.ch; g.m != nil {
+		g.m.principal = ""
+		p.offer(g.m)
+		p.forget(principal)
 	}
-	return nil, err
+	return none, err
+}
+
+// unqueue takes the i-th waiter out of the queue and tells those after it
+// that their place changed. p.mu must be held.
+func (p *workerPool[W]) unqueue(i int) {
+	p.waiters = slices.Delete(p.waiters, i, i+1)
+	for _, wt := range p.waiters[i:] {
+		select {
+		case wt.moved <- struct{}{}:
+		default: // told already, and not yet looked
+		}
+	}
+}
+
+// place is wt's place in the queue, 1 for the first; 0 once it left.
+func (p *workerPool[W]) place(wt *waiter[W]) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Index(p.waiters, wt) + 1
 }
 
 // admit refuses a call that would wait too long: past Queue calls waiting,
 // or with a wait estimated from recent ones over QueueTimeout. p.mu must be
 // held.
-func (p *pool) admit() error {
+func (p *workerPool[W]) admit() error {
 	n := len(p.waiters)
 	if n >= p.cfg.Queue {
 		return fmt.Errorf("%w: %d calls wait for %d workers", ErrQueueFull, n, p.cfg.Workers)
@@ -256,17 +286,28 @@ func (p *pool) admit() error {
 	return nil
 }
 
-// fitting returns the index in warm of the worker for a call of kind: one
-// of that kind, else the plain one soonest ready (see readiness); -1 when
-// none fits. p.mu must be held.
-func (p *pool) fitting(kind string) int {
-	plain := -1
-	for i, w := range p.warm {
+// soonest ranks warm states by how soon a worker in them takes a call.
+func soonest(s workerState) int {
+	switch s {
+	case stateReady:
+		return 0
+	case stateRestoring:
+		return 1
+	}
+	return 2
+}
+
+// fitting returns the warm worker for a call of kind: one of that kind,
+// else the plain one soonest ready; nil when none fits. p.mu must be held.
+func (p *workerPool[W]) fitting(kind string) *member[W] {
+	var plain *member[W]
+	for _, m := range p.members {
 		switch {
-		case kind != "" && w.kind == kind:
-			return i
-		case w.kind == "" && (plain < 0 || w.readiness() < p.warm[plain].readiness()):
-			plain = i // the plain one soonest ready
+		case !m.state.warm():
+		case kind != "" && m.kind == kind:
+			return m
+		case m.kind == "" && (plain == nil || soonest(m.state) < soonest(plain.state)):
+			plain = m
 		}
 	}
 	return plain
@@ -275,73 +316,95 @@ func (p *pool) fitting(kind string) int {
 // evictIdle retires the warm workers of a kind that no waiting call wants,
 // while a call waits for lack of a plain one: its slot serves the queue
 // better with a plain worker. p.mu must be held.
-func (p *pool) evictIdle() {
-	p.warm = slices.DeleteFunc(p.warm, func(w *worker) bool {
-		if w.kind == "" || slices.ContainsFunc(p.waiters, func(wt *waiter) bool { return wt.kind == w.kind }) {
-			return false
+func (p *workerPool[W]) evictIdle() {
+	for _, m := range p.members {
+		if m.state.warm() && m.kind != "" && !slices.ContainsFunc(p.waiters, func(wt *waiter[W]) bool { return wt.kind == m.kind }) {
+			p.reap(m)
 		}
-		p.reap(w)
-		return true
-	})
+	}
 }
 
-// reap kills w, which counts against Workers until it is gone, and then
-// refills. p.mu must be held.
-func (p *pool) reap(w *worker) {
-	p.dying++
+// reap kills m's worker, which counts against Workers until it is gone,
+// and then refills. p.mu must be held.
+func (p *workerPool[W]) reap(m *member[W]) {
+	if !p.move(m, stateDying) {
+		return
+	}
 	p.wg.Go(func() {
-		w.kill()
+		m.w.kill()
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		p.dying--
+		p.move(m, stateGone)
 		p.refill()
 	})
 }
 
-// mayHold reports whether principal may take one more worker. p.mu must be
-// held.
-func (p *pool) mayHold(principal string) bool {
-	return p.cfg.PerPrincipal <= 0 || principal == "" || p.running[principal] < p.cfg.PerPrincipal
+// lose drops a warm worker found dead, killed to release its connection,
+// and starts its replacement. p.mu must be held.
+func (p *workerPool[W]) lose(m *member[W]) {
+	if !p.move(m, stateGone) {
+		return
+	}
+	p.wg.Go(m.w.kill)
+	if !p.closed {
+		p.restarts.Inc()
+		p.refill()
+	}
 }
 
-// take makes w busy for principal. p.mu must be held.
-func (p *pool) take(w *worker, principal string) {
-	if p.holders == nil {
-		p.holders, p.running, p.served = map[*worker]string{}, map[string]int{}, map[string]uint64{}
+// mayHold reports whether principal may take one more worker. p.mu must be
+// held.
+func (p *workerPool[W]) mayHold(principal string) bool {
+	return p.cfg.PerPrincipal <= 0 || principal == "" || p.holding(principal) < p.cfg.PerPrincipal
+}
+
+// holding returns how many busy workers serve principal. p.mu must be held.
+func (p *workerPool[W]) holding(principal string) int {
+	n := 0
+	for _, m := range p.members {
+		if m.state == stateBusy && m.principal == principal {
+			n++
+		}
 	}
-	p.busy++
+	return n
+}
+
+// take makes m busy for principal. p.mu must be held.
+func (p *workerPool[W]) take(m *member[W], principal string) {
+	if !p.move(m, stateBusy) {
+		return
+	}
+	if p.served == nil {
+		p.served = map[string]uint64{}
+	}
+	m.principal = principal
 	p.busyFor()
-	p.holders[w] = principal
-	p.running[principal]++
 	p.tick++
 	p.served[principal] = p.tick
 }
 
-// release makes busy w no longer held. p.mu must be held.
-func (p *pool) release(w *worker) {
-	p.busy--
-	principal := p.holders[w]
-	delete(p.holders, w)
-	p.running[principal]--
-	p.forget(principal)
-}
-
 // forget drops what the pool keeps of a principal that has no busy worker
 // and no waiting call. p.mu must be held.
-func (p *pool) forget(principal string) {
-	if p.running[principal] > 0 || slices.ContainsFunc(p.waiters, func(wt *waiter) bool { return wt.principal == principal }) {
+func (p *workerPool[W]) forget(principal string) {
+	if p.holding(principal) > 0 || slices.ContainsFunc(p.waiters, func(wt *waiter[W]) bool { return wt.principal == principal }) {
 		return
 	}
-	delete(p.running, principal)
 	delete(p.served, principal)
 }
 
 // retire ends a worker after its call: one call per interpreter.
-func (p *pool) retire(w *worker) {
+func (p *workerPool[W]) retire(w W) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.release(w)
-	p.reap(w)
+	m := p.find(w)
+	if m == nil || m.state != stateBusy {
+		p.log.DPanic("retired a worker that is not busy in the pool", zap.Bool("member", m != nil))
+		return
+	}
+	principal := m.principal
+	m.principal = ""
+	p.reap(m)
+	p.forget(principal)
 	// Its principal may have calls waiting for their share.
 	p.dispatch()
 	// Not as the call took it: a restore then would compete with the call
@@ -351,24 +414,29 @@ func (p *pool) retire(w *worker) {
 
 // discard ends a worker taken for a call that turned out not to be fit for
 // one (it did not answer): unlike retire, it counts as a restart.
-func (p *pool) discard(w *worker, why error) {
+func (p *workerPool[W]) discard(w W, why error) {
 	p.restarts.Inc()
-	p.log.Warn("a warm worker did not answer; replacing it", zap.Int("pid", w.proc.Pid()), zap.Error(why))
+	p.log.Warn("a warm worker did not answer; replacing it", zap.Int("pid", w.pid()), zap.Error(why))
 	p.retire(w)
 }
 
-// offer gives a ready worker to a waiting call (see dispatch), or keeps it
-// warm. p.mu must be held.
-func (p *pool) offer(w *worker) {
-	if p.closed {
-		p.wg.Go(w.kill)
+// offer gives a ready worker, just started or handed back, to a waiting
+// call (see dispatch), or keeps it warm. p.mu must be held.
+func (p *workerPool[W]) offer(m *member[W]) {
+	if p.closed || p.stale != nil && p.stale(m.w) {
+		p.reap(m) // started as this host's addresses changed, or too late
 		return
 	}
-	if p.stale != nil && p.stale(w) {
-		p.reap(w) // started as this host's addresses changed
+	if !p.move(m, warmState(m.w.readiness())) {
 		return
 	}
-	p.warm = append(p.warm, w)
+	// Last of the warm ones: members keep the order they became warm in.
+	if i := p.index(m); i >= 0 {
+		p.members = append(slices.Delete(p.members, i, i+1), m)
+	}
+	if m.state == stateRestoring {
+		p.wg.Go(func() { p.watchRestore(m) })
+	}
 	p.dispatch()
 	p.restoreAhead()
 }
@@ -376,25 +444,23 @@ func (p *pool) offer(w *worker) {
 // retireStale replaces the warm workers that stale reports: made before
 // this host's addresses changed, their --deny-net lacks the new ones. Busy
 // workers keep theirs until their call ends, when they are retired anyway.
-func (p *pool) retireStale() {
+func (p *workerPool[W]) retireStale() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed || p.stale == nil {
 		return
 	}
-	p.warm = slices.DeleteFunc(p.warm, func(w *worker) bool {
-		if !p.stale(w) {
-			return false
+	for _, m := range p.members {
+		if m.state.warm() && p.stale(m.w) {
+			p.reap(m)
 		}
-		p.reap(w)
-		return true
-	})
+	}
 }
 
 // restoredWanted is how many plain warm workers restoreAhead keeps
 // restored: all of them while calls come, half (rounded up) once the pool
 // has been idle for poolConfig.Busy. p.mu must be held.
-func (p *pool) restoredWanted() int {
+func (p *workerPool[W]) restoredWanted() int {
 	if time.Now().Before(p.busyUntil) {
 		return p.cfg.Warm
 	}
@@ -404,7 +470,7 @@ func (p *pool) restoredWanted() int {
 // busyFor notes a call: every warm worker is wanted restored for
 // poolConfig.Busy, after which the extra ones are put back on standby.
 // p.mu must be held.
-func (p *pool) busyFor() {
+func (p *workerPool[W]) busyFor() {
 	if p.restore == nil {
 		return
 	}
@@ -421,27 +487,25 @@ func (p *pool) busyFor() {
 	})
 }
 
-// trimRestored retires the plain warm workers restored beyond
-// restoredWanted: their replacements start on standby, and the memory of
-// their interpreters goes back to the system. p.mu must be held.
-func (p *pool) trimRestored() {
+// trimRestored retires the plain ready workers beyond restoredWanted:
+// their replacements start on standby, and the memory of their
+// interpreters goes back to the system. p.mu must be held.
+func (p *workerPool[W]) trimRestored() {
 	if p.closed || time.Now().Before(p.busyUntil) {
 		return
 	}
 	extra := -p.restoredWanted()
-	for _, w := range p.warm {
-		if w.kind == "" && w.readiness() == restored {
+	for _, m := range p.members {
+		if m.kind == "" && m.state == stateReady {
 			extra++
 		}
 	}
-	p.warm = slices.DeleteFunc(p.warm, func(w *worker) bool {
-		if extra <= 0 || w.kind != "" || w.readiness() != restored {
-			return false
+	for _, m := range p.members {
+		if extra > 0 && m.kind == "" && m.state == stateReady {
+			extra--
+			p.reap(m)
 		}
-		extra--
-		p.reap(w)
-		return true
-	})
+	}
 }
 
 // restoreAhead has the interpreters of standby workers made while fewer
@@ -449,62 +513,75 @@ func (p *pool) trimRestored() {
 // the rest stay on standby, which holds less memory at rest (see
 // standby.go). Workers of a kind do not count: they serve no plain call.
 // p.mu must be held.
-func (p *pool) restoreAhead() {
+func (p *workerPool[W]) restoreAhead() {
 	if p.restore == nil {
 		return
 	}
 	want := p.restoredWanted()
-	for _, w := range p.warm {
-		if w.kind == "" && w.readiness() != onStandby {
+	for _, m := range p.members {
+		if m.kind == "" && (m.state == stateRestoring || m.state == stateReady) {
 			want--
 		}
 	}
-	for _, w := range p.warm {
+	for _, m := range p.members {
 		if want <= 0 {
 			return
 		}
-		if w.readiness() == onStandby {
-			p.restore(w)
+		if m.state == stateStandby && p.move(m, stateRestoring) {
+			p.restore(m.w)
+			p.wg.Go(func() { p.watchRestore(m) })
 			want--
 		}
+	}
+}
+
+// watchRestore makes a restoring worker ready once its restore has ended.
+// One whose restore failed is dead (see Supervisor.restore), and watchIdle
+// replaces it.
+func (p *workerPool[W]) watchRestore(m *member[W]) {
+	select {
+	case <-m.w.restoreEnded():
+	case <-m.w.ended():
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if m.state == stateRestoring && !m.w.dead() {
+		p.move(m, stateReady)
 	}
 }
 
 // dispatch hands warm workers to waiting calls that may hold one: first the
 // principal served least recently, then the call that came first, each a
 // worker that fits it (see fitting). p.mu must be held.
-func (p *pool) dispatch() {
-	for len(p.warm) > 0 {
-		next, wi := -1, -1
+func (p *workerPool[W]) dispatch() {
+	for {
+		next := -1
+		var m *member[W]
 		for i, wt := range p.waiters {
 			if !p.mayHold(wt.principal) || (next >= 0 && p.served[wt.principal] >= p.served[p.waiters[next].principal]) {
 				continue
 			}
-			if k := p.fitting(wt.kind); k >= 0 {
-				next, wi = i, k
+			if fit := p.fitting(wt.kind); fit != nil {
+				next, m = i, fit
 			}
 		}
 		if next < 0 {
 			return
 		}
-		w := p.warm[wi]
-		p.warm = slices.Delete(p.warm, wi, wi+1)
-		if w.dead() {
-			p.restarts.Inc()
-			p.wg.Go(w.kill)
-			p.refill()
+		if m.w.dead() {
+			p.lose(m)
 			continue
 		}
 		wt := p.waiters[next]
-		p.waiters = slices.Delete(p.waiters, next, next+1)
-		p.take(w, wt.principal)
+		p.unqueue(next)
+		p.take(m, wt.principal)
 		waited := time.Since(wt.since) / time.Duration(wt.ahead+1)
 		if p.perPlace == 0 {
 			p.perPlace = waited
 		} else {
 			p.perPlace += time.Duration(perPlaceWeight * float64(waited-p.perPlace))
 		}
-		wt.ch <- grant{w: w}
+		wt.ch <- grant[W]{m: m}
 	}
 }
 
@@ -513,137 +590,147 @@ func (p *pool) dispatch() {
 // Of the Warm workers kept ready, one is of each hot kind (at most Warm-1
 // of them, so that one at least is plain) and the rest plain; waiting calls
 // get plain ones started, which fit every call.
-func (p *pool) refill() {
+func (p *workerPool[W]) refill() {
 	if p.closed || !p.begun {
 		return
 	}
-	live := len(p.warm) + p.starting + p.busy + p.dying
 	var hot []string
 	if p.hot != nil && p.cfg.Warm > 1 {
 		hot = p.hot()
 		hot = hot[:min(len(hot), p.cfg.Warm-1)]
 	}
 	have := func(kind string) int {
-		n := p.kinds[kind]
-		for _, w := range p.warm {
-			if w.kind == kind {
+		n := 0
+		for _, m := range p.members {
+			if m.kind == kind && (m.state == stateStarting || m.state.warm()) {
 				n++
 			}
 		}
 		return n
 	}
 	start := func(kind string) {
-		if p.kinds == nil {
-			p.kinds = map[string]int{}
-		}
-		p.starting++
-		p.kinds[kind]++
-		live++
-		p.wg.Go(func() { p.startOne(kind) })
+		m := &member[W]{kind: kind, state: stateStarting}
+		p.members = append(p.members, m)
+		p.wg.Go(func() { p.startOne(m) })
 	}
-	for need := len(p.waiters) + p.cfg.Warm - len(hot) - have(""); need > 0 && live < p.cfg.Workers && !p.retrying(""); need-- {
+	for need := len(p.waiters) + p.cfg.Warm - len(hot) - have(""); need > 0 && len(p.members) < p.cfg.Workers && !p.retrying(""); need-- {
 		start("")
 	}
 	for _, kind := range hot {
-		if have(kind) == 0 && live < p.cfg.Workers && !p.retrying(kind) {
+		if have(kind) == 0 && len(p.members) < p.cfg.Workers && !p.retrying(kind) {
 			start(kind)
 		}
 	}
 }
 
-// startOne boots one worker of kind and offers it, or schedules a retry.
-func (p *pool) startOne(kind string) {
+// startOne boots the worker of starting m and offers it, or schedules a
+// retry.
+func (p *workerPool[W]) startOne(m *member[W]) {
+	kind := m.kind
 	w, err := p.start(p.ctx, kind)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.starting--
-	if p.kinds[kind]--; p.kinds[kind] <= 0 {
-		delete(p.kinds, kind)
-	}
 	if err != nil {
+		p.move(m, stateGone)
 		if p.closed {
 			return
 		}
-		if p.failed == nil {
-			p.failed = map[string]*startFailures{}
-		}
-		f := p.failed[kind]
-		if f == nil {
-			f = &startFailures{backoff: backoff.Backoff{Min: minBackoff, Max: maxBackoff}}
-			p.failed[kind] = f
-		}
-		f.n++
-		f.lastErr = err
-		wait := f.backoff.Next()
-		p.restarts.Inc()
-		p.log.Error("worker failed to start", zap.Error(err), zap.String("kind", kind), zap.Int("failures", f.n), zap.Duration("retry_in", wait))
-		f.retrying = true
-		// Calls waiting for a worker that cannot come learn why now.
-		if err := p.unavailable(); err != nil {
-			for _, wt := range p.waiters {
-				wt.ch <- grant{err: err}
-			}
-			p.waiters = nil
-		}
-		time.AfterFunc(wait, func() {
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			f.retrying = false
-			p.refill()
-		})
+		p.failedStart(kind, err)
 		return
 	}
 	if f := p.failed[kind]; f != nil {
 		p.log.Info("workers start again", zap.String("kind", kind), zap.Int("after_failures", f.n))
 		delete(p.failed, kind)
 	}
+	// A kind that is gone or broken gives a plain worker.
+	m.w, m.kind = w, w.learnedSet()
 	p.started = true
-	p.offer(w)
-	p.wg.Go(func() { p.watchIdle(w) })
+	p.offer(m)
+	p.wg.Go(func() { p.watchIdle(m) })
 	p.refill()
 }
 
+// failedStart notes a failed start of kind and retries it after its
+// backoff. p.mu must be held.
+func (p *workerPool[W]) failedStart(kind string, err error) {
+	if p.failed == nil {
+		p.failed = map[string]*startFailures{}
+	}
+	f := p.failed[kind]
+	if f == nil {
+		f = &startFailures{backoff: backoff.Backoff{Min: minBackoff, Max: maxBackoff}}
+		p.failed[kind] = f
+	}
+	f.n++
+	f.lastErr = err
+	wait := f.backoff.Next()
+	p.restarts.Inc()
+	p.log.Error("worker failed to start", zap.Error(err), zap.String("kind", kind), zap.Int("failures", f.n), zap.Duration("retry_in", wait))
+	f.retrying = true
+	// Calls waiting for a worker that cannot come learn why now.
+	if err := p.unavailable(); err != nil {
+		for _, wt := range p.waiters {
+			wt.ch <- grant[W]{err: err}
+		}
+		p.waiters = nil
+	}
+	time.AfterFunc(wait, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		f.retrying = false
+		p.refill()
+	})
+}
+
 // watchIdle replaces a warm worker that dies before a call takes it.
-func (p *pool) watchIdle(w *worker) {
-	<-w.exited
+func (p *workerPool[W]) watchIdle(m *member[W]) {
+	<-m.w.ended()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if i := slices.Index(p.warm, w); i >= 0 {
-		p.warm = slices.Delete(p.warm, i, i+1)
-		p.wg.Go(w.kill) // releases its connection
+	if m.state.warm() {
 		if !p.closed {
-			p.restarts.Inc()
-			p.log.Warn("idle worker died", zap.String("status", w.exitStatus()), zap.String("stderr", w.stderrTail()))
-			p.refill()
+			p.log.Warn("idle worker died", zap.String("status", m.w.exitStatus()), zap.String("stderr", m.w.stderrTail()))
 		}
+		p.lose(m)
 	}
 }
 
 // close stops starting workers and kills the warm ones; busy workers are
 // stopped by their calls, which see the supervisor's context end.
-func (p *pool) close() {
+func (p *workerPool[W]) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true
 	if p.trim != nil {
 		p.trim.Stop()
 	}
-	for _, w := range p.warm {
-		p.wg.Go(w.kill)
+	for _, m := range p.members {
+		if m.state.warm() {
+			p.reap(m)
+		}
 	}
-	p.warm = nil
+}
+
+// idle reports whether no call holds a worker and the pool starts none.
+func (p *workerPool[W]) idle() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.count(stateBusy, stateStarting) == 0
 }
 
 // health reports the pool's state.
-func (p *pool) health() Health {
+func (p *workerPool[W]) health() Health {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	h := Health{Busy: p.busy, Starting: p.starting, Waiting: len(p.waiters)}
-	for _, w := range p.warm {
-		if w.readiness() == restoring {
-			h.Starting++ // being restored: working, not idle
-		} else {
+	h := Health{Waiting: len(p.waiters)}
+	for _, m := range p.members {
+		switch m.state {
+		case stateStarting, stateRestoring:
+			h.Starting++ // a restoring worker is working, not idle
+		case stateStandby, stateReady:
 			h.Warm++
+		case stateBusy:
+			h.Busy++
 		}
 	}
 	if h.Warm == 0 {

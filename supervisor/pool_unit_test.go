@@ -3,47 +3,123 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 )
 
-// standIns is the pool's seam in these tests: each worker is this test
-// binary as a helper process (see TestHelperProcess) started through the
-// platform layer, so the pool is tested alone, fast, with real processes.
-type standIns struct {
-	fail atomic.Pointer[error] // while set, starts fail with it
-	lazy bool                  // workers start on standby
-	live atomic.Int32
-	peak atomic.Int32
+// The pool's tests run in memory: its workers are fakeWorkers, started by a
+// fakeFleet, and every test runs in a synctest bubble, so that a start, a
+// restore or a queue timeout takes fake time and the tests neither sleep
+// nor read the clock of the wall.
+
+// fakeWorker is a worker in memory.
+type fakeWorker struct {
+	id     int
+	kind   string
+	netGen uint64
+	fleet  *fakeFleet
+	exited chan struct{}
+	stop   sync.Once // closes exited
+	reaped sync.Once // counts it out of its fleet
+	// restoreDone is closed once its restore has ended; nil for a worker
+	// started restored.
+	restoreDone chan struct{}
+	asked       atomic.Bool // its restore has begun
+	// hold, when set, holds kill until it is closed: a kill under way.
+	hold chan struct{}
 }
 
-func (f *standIns) start(ctx context.Context, kind string) (*worker, error) {
+func (w *fakeWorker) learnedSet() string            { return w.kind }
+func (w *fakeWorker) restoreEnded() <-chan struct{} { return w.restoreDone }
+func (w *fakeWorker) ended() <-chan struct{}        { return w.exited }
+func (w *fakeWorker) dead() bool                    { return isClosed(w.exited) }
+func (w *fakeWorker) pid() int                      { return w.id }
+func (w *fakeWorker) exitStatus() string            { return "killed" }
+func (w *fakeWorker) stderrTail() string            { return "no output on stderr" }
+
+func (w *fakeWorker) readiness() readiness {
+	switch {
+	case w.restoreDone == nil || isClosed(w.restoreDone):
+		return restored
+	case w.asked.Load():
+		return restoring
+	}
+	return onStandby
+}
+
+// die ends the worker's process, as a kill from outside the pool does.
+func (w *fakeWorker) die() { w.stop.Do(func() { close(w.exited) }) }
+
+func (w *fakeWorker) kill() {
+	w.die()
+	if w.hold != nil {
+		<-w.hold
+	}
+	w.reaped.Do(func() { w.fleet.live.Add(-1) })
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// fakeStart is how long a fake worker takes to start.
+const fakeStart = 500 * time.Millisecond
+
+// fakeFleet starts fake workers: the pool's seam.
+type fakeFleet struct {
+	fail atomic.Pointer[error] // while set, starts fail with it
+	lazy bool                  // plain workers start on standby
+	live atomic.Int32          // workers started and not yet killed
+	peak atomic.Int32
+	ids  atomic.Int32
+
+	mu        sync.Mutex
+	startedAt []time.Time   // when each start began
+	all       []*fakeWorker // every worker started
+}
+
+func (f *fakeFleet) start(ctx context.Context, kind string) (*fakeWorker, error) {
+	f.mu.Lock()
+	f.startedAt = append(f.startedAt, time.Now())
+	f.mu.Unlock()
+	select {
+	case <-time.After(fakeStart):
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
 	if err := f.fail.Load(); err != nil {
 		return nil, *err
 	}
 	n := f.live.Add(1)
 	for p := f.peak.Load(); n > p && !f.peak.CompareAndSwap(p, n); p = f.peak.Load() {
 	}
-	w, err := startHelperWorker(func() { f.live.Add(-1) })
-	if err != nil {
-		f.live.Add(-1)
-		return nil, err
-	}
-	w.kind = kind
+	w := &fakeWorker{id: int(f.ids.Add(1)), kind: kind, fleet: f, exited: make(chan struct{})}
 	if f.lazy && kind == "" {
-		w.standby = &standby{done: make(chan struct{})}
+		w.restoreDone = make(chan struct{})
 	}
+	f.mu.Lock()
+	f.all = append(f.all, w)
+	f.mu.Unlock()
 	return w, nil
 }
 
-func (f *standIns) failWith(err error) {
+func (f *fakeFleet) failWith(err error) {
 	if err == nil {
 		f.fail.Store(nil)
 	} else {
@@ -51,29 +127,56 @@ func (f *standIns) failWith(err error) {
 	}
 }
 
-// newTestPool returns a begun pool of stand-in workers, set up first by
-// setup; its cleanup closes it and checks that no process is left.
-func newTestPool(t *testing.T, cfg poolConfig, setup ...func(*pool, *standIns)) (*pool, *standIns) {
+// restoreIn is a pool's restore whose restores take d; 0 makes the
+// interpreter before it returns.
+func restoreIn(d time.Duration) func(w *fakeWorker) {
+	return func(w *fakeWorker) {
+		switch {
+		case !w.asked.CompareAndSwap(false, true):
+		case d == 0:
+			close(w.restoreDone) // at once, as a restore that is quick
+		default:
+			time.AfterFunc(d, func() { close(w.restoreDone) })
+		}
+	}
+}
+
+// testPool is a pool of fake workers.
+type testPool = workerPool[*fakeWorker]
+
+// newTestPool returns a begun pool of fake workers, set up first by setup;
+// its cleanup closes it and checks that no worker is left. It runs in a
+// synctest bubble, and its logger panics on a DPanic: an illegal move.
+func newTestPool(t *testing.T, cfg poolConfig, setup ...func(*testPool, *fakeFleet)) (*testPool, *fakeFleet) {
 	t.Helper()
-	f := &standIns{}
+	f := &fakeFleet{}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg tracker
-	p := &pool{
+	p := &testPool{
 		cfg:      cfg,
 		start:    f.start,
 		ctx:      ctx,
 		wg:       &wg,
-		log:      zaptest.NewLogger(t),
+		log:      zaptest.NewLogger(t, zaptest.WrapOptions(zap.Development())),
 		restarts: prometheus.NewCounter(prometheus.CounterOpts{Name: "restarts"}),
 		wait:     prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wait"}),
 	}
 	t.Cleanup(func() {
 		cancel()
 		p.close()
-		<-wg.shut()
-		if n := f.live.Load(); n != 0 {
-			t.Errorf("%d stand-in workers left after close", n)
+		synctest.Wait()
+		if n := f.live.Load(); n != 0 && !t.Failed() {
+			t.Errorf("%d fake workers left after close", n)
 		}
+		// A test that failed may have left busy workers, whose watchers
+		// wait for their end.
+		f.release()
+		f.mu.Lock()
+		for _, w := range f.all {
+			w.kill()
+		}
+		f.mu.Unlock()
+		<-wg.shut()
 	})
 	for _, set := range setup {
 		set(p, f)
@@ -82,21 +185,35 @@ func newTestPool(t *testing.T, cfg poolConfig, setup ...func(*pool, *standIns)) 
 	return p, f
 }
 
-// waitFor polls the pool's health until ok, for at most 10 s.
-func waitFor(t *testing.T, p *pool, what string, ok func(Health) bool) {
+// advance moves the bubble's clock on by d and lets every goroutine of it
+// run until it waits.
+func advance(d time.Duration) {
+	time.Sleep(d) // fake time: the bubble's clock jumps
+	synctest.Wait()
+}
+
+// waitFor advances the bubble's clock until the pool's health is ok, for at
+// most a fake minute.
+func waitFor(t *testing.T, p *testPool, what string, ok func(Health) bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for h := p.health(); !ok(h); h = p.health() {
+	eventually(t, what, func() bool { return ok(p.health()) }, func() string { return fmt.Sprintf("%+v", p.health()) })
+}
+
+// eventually advances the bubble's clock until ok, for at most a fake
+// minute; on failure it says what state was.
+func eventually(t *testing.T, what string, ok func() bool, state func() string) {
+	t.Helper()
+	synctest.Wait()
+	for deadline := time.Now().Add(time.Minute); !ok(); advance(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("pool never %s: %+v", what, h)
+			t.Fatalf("never %s: %s", what, state())
 		}
-		time.Sleep(5 * time.Millisecond) // bounded polling of the pool's state
 	}
 }
 
-func acquire(t *testing.T, p *pool) *worker {
+func acquire(t *testing.T, p *testPool) *fakeWorker {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	w, err := p.acquire(ctx, "", "")
 	if err != nil {
@@ -105,438 +222,833 @@ func acquire(t *testing.T, p *pool) *worker {
 	return w
 }
 
-func TestPoolKeepsWarmWorkersWithinTheLiveLimit(t *testing.T) {
-	p, f := newTestPool(t, poolConfig{Workers: 3, Warm: 1, Queue: 1, QueueTimeout: 200 * time.Millisecond})
-	waitFor(t, p, "had one warm worker", func(h Health) bool { return h.Warm == 1 && h.Starting == 0 })
-	if n := f.live.Load(); n != 1 {
-		t.Errorf("%d workers alive with Warm 1 and no call, want 1", n)
-	}
-	// Beyond the warm one, workers start on demand up to the live limit.
-	var taken []*worker
-	for range 3 {
-		taken = append(taken, acquire(t, p))
-	}
-	if _, err := p.acquire(context.Background(), "", ""); !errors.Is(err, ErrQueueTimeout) {
-		t.Errorf("a fourth call with three busy workers: %v, want ErrQueueTimeout", err)
-	}
-	for _, w := range taken {
-		if w.dead() {
-			t.Error("a call got a dead worker")
+// warmWorkers returns the pool's warm workers, in the order they became warm.
+func warmWorkers(p *testPool) []*fakeWorker {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var ws []*fakeWorker
+	for _, m := range p.members {
+		if m.state.warm() {
+			ws = append(ws, m.w)
 		}
+	}
+	return ws
+}
+
+// states counts the pool's members by state.
+func states(p *testPool) map[workerState]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := map[workerState]int{}
+	for _, m := range p.members {
+		n[m.state]++
+	}
+	return n
+}
+
+// TestWorkerStateEdges: may allows exactly the edges of workerState's table.
+func TestWorkerStateEdges(t *testing.T) {
+	all := []workerState{stateStarting, stateStandby, stateRestoring, stateReady, stateBusy, stateDying, stateGone}
+	warm := []workerState{stateStandby, stateRestoring, stateReady}
+	legal := map[workerState][]workerState{
+		stateStarting:  {stateStandby, stateReady, stateDying, stateGone},
+		stateStandby:   {stateRestoring, stateBusy, stateDying, stateGone},
+		stateRestoring: {stateReady, stateBusy, stateDying, stateGone},
+		stateReady:     {stateBusy, stateDying, stateGone},
+		stateBusy:      append(slices.Clone(warm), stateDying),
+		stateDying:     {stateGone},
+	}
+	for _, from := range all {
+		for _, to := range all {
+			if got, want := from.may(to), slices.Contains(legal[from], to); got != want {
+				t.Errorf("%s → %s allowed: %v, want %v", from, to, got, want)
+			}
+		}
+		if got, want := from.warm(), slices.Contains(warm, from); got != want {
+			t.Errorf("%s is warm: %v, want %v", from, got, want)
+		}
+	}
+}
+
+// TestPoolRefusesAnIllegalMove: a move along no edge is a bug, a panic in
+// development, and in production logged and refused.
+func TestPoolRefusesAnIllegalMove(t *testing.T) {
+	p := &testPool{log: zap.NewNop()}
+	m := &member[*fakeWorker]{state: stateDying}
+	p.members = []*member[*fakeWorker]{m}
+	if p.move(m, stateBusy) || m.state != stateDying {
+		t.Errorf("a dying worker made busy: now %s", m.state)
+	}
+	p.log = zaptest.NewLogger(t, zaptest.WrapOptions(zap.Development()))
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("an illegal move did not panic in development")
+			}
+		}()
+		p.move(m, stateReady)
+	}()
+	if !p.move(m, stateGone) || len(p.members) != 0 {
+		t.Errorf("a gone worker is still a member: %d members", len(p.members))
+	}
+}
+
+// TestPoolMovesWorkersAlongTheEdges follows workers through the pool's
+// operations, each of which moves one along the edges it names.
+func TestPoolMovesWorkersAlongTheEdges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var stale atomic.Bool
+		p, f := newTestPool(t, poolConfig{Workers: 2, Warm: 1, Queue: 1, Busy: time.Minute}, func(p *testPool, f *fakeFleet) {
+			f.lazy = true
+			p.stale = func(*fakeWorker) bool { return stale.Load() }
+		})
+		want := func(step string, n map[workerState]int) {
+			t.Helper()
+			synctest.Wait()
+			if got := states(p); !sameCounts(got, n) {
+				t.Errorf("%s: states %v, want %v", step, got, n)
+			}
+		}
+		want("begun", map[workerState]int{stateStarting: 1})
+		advance(fakeStart)
+		want("started: starting → standby", map[workerState]int{stateStandby: 1})
+		w := acquire(t, p)
+		want("taken: standby → busy", map[workerState]int{stateBusy: 1, stateStarting: 1})
+		p.mu.Lock()
+		p.restore = restoreIn(100 * time.Millisecond)
+		p.mu.Unlock()
 		p.retire(w)
+		want("retired: busy → dying → gone", map[workerState]int{stateStarting: 1})
+		advance(fakeStart)
+		want("started and restored ahead: standby → restoring", map[workerState]int{stateRestoring: 1})
+		advance(100 * time.Millisecond)
+		want("restored: restoring → ready", map[workerState]int{stateReady: 1})
+		warmWorkers(p)[0].die()
+		want("died: ready → gone", map[workerState]int{stateStarting: 1})
+		stale.Store(true)
+		advance(fakeStart)
+		want("started stale: starting → dying → gone", map[workerState]int{stateStarting: 1})
+		stale.Store(false)
+		advance(fakeStart)
+		stale.Store(true)
+		p.retireStale()
+		want("stale: restoring → dying → gone", map[workerState]int{stateStarting: 1})
+		stale.Store(false)
+		f.failWith(errors.New("no deno"))
+		advance(fakeStart)
+		want("failed: starting → gone", nil)
+		f.failWith(nil)
+		waitFor(t, p, "started again", func(h Health) bool { return h.Warm == 1 })
+
+		// A worker handed to a call as it gave up goes back warm.
+		w = acquire(t, p)
+		p.mu.Lock()
+		m := p.find(w)
+		p.offer(m)
+		p.mu.Unlock()
+		if m.state != stateReady {
+			t.Errorf("a worker handed back: %s, want ready", m.state)
+		}
+		p.close()
+		advance(fakeStart) // the start under way ends after close
+		want("closed: ready, and starting, → dying → gone", nil)
+	})
+}
+
+// TestPoolDrivesEveryEdge moves a worker along each edge of its states by
+// the pool's operation that does so in the pool, and checks that the
+// edges driven are all of may's. A move to dying is followed to gone once
+// the kill ends.
+func TestPoolDrivesEveryEdge(t *testing.T) {
+	// drive moves m, a worker of p started by f, along an edge.
+	type drive = func(p *testPool, f *fakeFleet, m *member[*fakeWorker])
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	locked := func(op drive) drive {
+		return func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			op(p, f, m)
+		}
 	}
-	waitFor(t, p, "settled after the calls", func(h Health) bool { return h.Warm == 1 && h.Busy == 0 && h.Starting == 0 })
-	if peak := f.peak.Load(); peak > 3 {
-		t.Errorf("%d workers alive at once, want at most 3", peak)
+	started := func(r readiness, err error) drive {
+		return func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
+			p.start = func(context.Context, string) (*fakeWorker, error) {
+				if err != nil {
+					return nil, err
+				}
+				return f.fake(r), nil
+			}
+			p.startOne(m)
+		}
 	}
+	take := func(p *testPool, _ *fakeFleet, _ *member[*fakeWorker]) {
+		if _, err := p.acquire(context.Background(), "", ""); err != nil {
+			t.Error(err)
+		}
+	}
+	died := func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
+		m.w.die()
+		p.watchIdle(m)
+	}
+	stale := func(p *testPool, _ *fakeFleet, _ *member[*fakeWorker]) {
+		p.stale = func(*fakeWorker) bool { return true }
+		p.retireStale()
+	}
+	tests := []struct {
+		from, to workerState
+		w        readiness // the worker's, once there is one
+		by       string
+		drive    drive
+	}{
+		{stateStarting, stateStandby, onStandby, "startOne", started(onStandby, nil)},
+		{stateStarting, stateReady, restored, "startOne", started(restored, nil)},
+		{stateStarting, stateDying, restored, "startOne, stale", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
+			p.stale = func(*fakeWorker) bool { return true }
+			started(restored, nil)(p, f, m)
+		}},
+		{stateStarting, stateGone, restored, "startOne, failed", started(restored, errors.New("no deno"))},
+		{stateStandby, stateRestoring, onStandby, "restoreAhead", locked(func(p *testPool, _ *fakeFleet, _ *member[*fakeWorker]) {
+			p.restore = restoreIn(time.Hour)
+			p.restoreAhead()
+		})},
+		{stateStandby, stateBusy, onStandby, "acquire", take},
+		{stateStandby, stateDying, onStandby, "retireStale", stale},
+		{stateStandby, stateGone, onStandby, "watchIdle", died},
+		{stateRestoring, stateReady, restoring, "watchRestore", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
+			close(m.w.restoreDone)
+			p.watchRestore(m)
+		}},
+		{stateRestoring, stateBusy, restoring, "acquire", take},
+		{stateRestoring, stateDying, restoring, "close", func(p *testPool, _ *fakeFleet, _ *member[*fakeWorker]) { p.close() }},
+		{stateRestoring, stateGone, restoring, "watchIdle", died},
+		{stateReady, stateBusy, restored, "acquire", take},
+		{stateReady, stateDying, restored, "trimRestored", locked(func(p *testPool, _ *fakeFleet, _ *member[*fakeWorker]) {
+			p.cfg.Warm = 0
+			p.trimRestored()
+		})},
+		{stateReady, stateGone, restored, "acquire, dead", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
+			m.w.die()
+			_, _ = p.acquire(cancelled, "", "")
+		}},
+		{stateBusy, stateStandby, onStandby, "offer", locked(func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) { p.offer(m) })},
+		{stateBusy, stateRestoring, restoring, "offer", locked(func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) { p.offer(m) })},
+		{stateBusy, stateReady, restored, "offer", locked(func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) { p.offer(m) })},
+		{stateBusy, stateDying, restored, "retire", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) { p.retire(m.w) }},
+	}
+	driven := map[[2]workerState]bool{{stateDying, stateGone}: true} // by reap, after each move to dying
+	for _, tt := range tests {
+		driven[[2]workerState{tt.from, tt.to}] = true
+		t.Run(fmt.Sprintf("%s→%s by %s", tt.from, tt.to, tt.by), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// Warm 0: the pool starts no worker of its own.
+				p, f := newTestPool(t, poolConfig{Workers: 4, Queue: 1})
+				p.mu.Lock()
+				p.cfg.Warm = 2 // for restoreAhead, once begun no more
+				p.begun = false
+				m := &member[*fakeWorker]{state: tt.from}
+				if tt.from != stateStarting {
+					m.w = f.fake(tt.w)
+				}
+				p.members = append(p.members, m)
+				p.mu.Unlock()
+
+				tt.drive(p, f, m)
+				synctest.Wait()
+				p.mu.Lock()
+				got := m.state
+				p.mu.Unlock()
+				if got != tt.to {
+					t.Fatalf("%s moved a %s worker to %s, want %s", tt.by, tt.from, got, tt.to)
+				}
+				f.release()
+				synctest.Wait()
+				if tt.to == stateDying && m.state != stateGone {
+					t.Errorf("a dying worker whose kill ended is %s, want gone", m.state)
+				}
+				if m.state == stateBusy {
+					p.retire(m.w)
+				}
+			})
+		})
+	}
+	for from := range stateGone + 1 {
+		for to := range stateGone + 1 {
+			if from.may(to) && !driven[[2]workerState{from, to}] {
+				t.Errorf("no test drives %s → %s", from, to)
+			}
+		}
+	}
+}
+
+// fake returns a worker of readiness r, whose kill waits for release.
+func (f *fakeFleet) fake(r readiness) *fakeWorker {
+	w := &fakeWorker{id: int(f.ids.Add(1)), fleet: f, exited: make(chan struct{}), hold: make(chan struct{})}
+	if r != restored {
+		w.restoreDone = make(chan struct{})
+		w.asked.Store(r == restoring)
+	}
+	f.live.Add(1)
+	f.mu.Lock()
+	f.all = append(f.all, w)
+	f.mu.Unlock()
+	return w
+}
+
+// release lets every kill held by a worker of fake end.
+func (f *fakeFleet) release() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, w := range f.all {
+		if w.hold != nil && !isClosed(w.hold) {
+			close(w.hold)
+		}
+	}
+}
+
+// sameCounts reports whether two counts by state are the same, missing as 0.
+func sameCounts(a, b map[workerState]int) bool {
+	for s := range stateGone + 1 {
+		if a[s] != b[s] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestPoolKeepsWarmWorkersWithinTheLiveLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, f := newTestPool(t, poolConfig{Workers: 3, Warm: 1, Queue: 1, QueueTimeout: time.Second})
+		advance(fakeStart)
+		if h := p.health(); h.Warm != 1 || h.Starting != 0 {
+			t.Fatalf("health after a start: %+v, want one warm worker", h)
+		}
+		if n := f.live.Load(); n != 1 {
+			t.Errorf("%d workers alive with Warm 1 and no call, want 1", n)
+		}
+		// Beyond the warm one, workers start on demand up to the live limit.
+		var taken []*fakeWorker
+		for range 3 {
+			taken = append(taken, acquire(t, p))
+		}
+		if _, err := p.acquire(context.Background(), "", ""); !errors.Is(err, ErrQueueTimeout) {
+			t.Errorf("a fourth call with three busy workers: %v, want ErrQueueTimeout", err)
+		}
+		for _, w := range taken {
+			if w.dead() {
+				t.Error("a call got a dead worker")
+			}
+			p.retire(w)
+		}
+		waitFor(t, p, "settled after the calls", func(h Health) bool { return h.Warm == 1 && h.Busy == 0 && h.Starting == 0 })
+		if peak := f.peak.Load(); peak > 3 {
+			t.Errorf("%d workers alive at once, want at most 3", peak)
+		}
+	})
 }
 
 func TestPoolQueueIsFirstComeFirstServed(t *testing.T) {
-	p, _ := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 2})
-	busy := acquire(t, p)
-	order := make(chan int, 2)
-	var wg sync.WaitGroup
-	for i := range 2 {
-		wg.Go(func() {
-			w := acquire(t, p)
-			order <- i
-			p.retire(w)
-		})
-		waitFor(t, p, "queued the call", func(h Health) bool { return h.Waiting == i+1 })
-	}
-	if _, err := p.acquire(context.Background(), "", ""); !errors.Is(err, ErrQueueFull) {
-		t.Errorf("a call beyond the queue: %v, want ErrQueueFull", err)
-	}
-	p.retire(busy)
-	wg.Wait()
-	if first, second := <-order, <-order; first != 0 || second != 1 {
-		t.Errorf("served %d then %d, want 0 then 1", first, second)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		p, _ := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 2})
+		busy := acquire(t, p)
+		order := make(chan int, 2)
+		var wg sync.WaitGroup
+		for i := range 2 {
+			wg.Go(func() {
+				w := acquire(t, p)
+				order <- i
+				p.retire(w)
+			})
+			synctest.Wait()
+		}
+		if h := p.health(); h.Waiting != 2 {
+			t.Fatalf("health with two calls queued: %+v", h)
+		}
+		if _, err := p.acquire(context.Background(), "", ""); !errors.Is(err, ErrQueueFull) {
+			t.Errorf("a call beyond the queue: %v, want ErrQueueFull", err)
+		}
+		p.retire(busy)
+		wg.Wait()
+		if first, second := <-order, <-order; first != 0 || second != 1 {
+			t.Errorf("served %d then %d, want 0 then 1", first, second)
+		}
+	})
 }
 
 func TestPoolWaitEndsWithTheCallersContext(t *testing.T) {
-	p, _ := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 1})
-	busy := acquire(t, p)
-	defer p.retire(busy)
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	if _, err := p.acquire(ctx, "", ""); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("a waiting call whose context ended: %v", err)
-	}
-	if h := p.health(); h.Waiting != 0 {
-		t.Errorf("the call still waits: %+v", h)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		p, _ := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 1})
+		busy := acquire(t, p)
+		defer p.retire(busy)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		if _, err := p.acquire(ctx, "", ""); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("a waiting call whose context ended: %v", err)
+		}
+		if waited := time.Since(start); waited != 100*time.Millisecond {
+			t.Errorf("waited %s, want the context's 100ms", waited)
+		}
+		if h := p.health(); h.Waiting != 0 {
+			t.Errorf("the call still waits: %+v", h)
+		}
+	})
 }
 
 func TestPoolBacksOffFailedStartsAndRecovers(t *testing.T) {
-	p, f := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 2})
-	waitFor(t, p, "warmed up", func(h Health) bool { return h.Warm == 1 })
-	f.failWith(errors.New("deno is broken"))
-	// A call that waits when the start fails learns why at once, and so
-	// does every call after it: nothing is busy, so nothing says busy.
-	waiting := make(chan error, 1)
-	busy := acquire(t, p)
-	go func() {
-		_, err := p.acquire(context.Background(), "", "")
-		waiting <- err
-	}()
-	waitFor(t, p, "queued the call", func(h Health) bool { return h.Waiting == 1 })
-	p.retire(busy)
-	select {
-	case err := <-waiting:
-		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "deno is broken") {
-			t.Errorf("a waiting call when workers cannot start: %v, want ErrUnavailable naming the reason", err)
+	synctest.Test(t, func(t *testing.T) {
+		p, f := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 2})
+		advance(fakeStart)
+		f.failWith(errors.New("deno is broken"))
+		// A call that waits when the start fails learns why at once, and so
+		// does every call after it: nothing is busy, so nothing says busy.
+		waiting := make(chan error, 1)
+		busy := acquire(t, p)
+		go func() {
+			_, err := p.acquire(context.Background(), "", "")
+			waiting <- err
+		}()
+		synctest.Wait()
+		p.retire(busy)
+		advance(fakeStart)
+		select {
+		case err := <-waiting:
+			if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "deno is broken") {
+				t.Errorf("a waiting call when workers cannot start: %v, want ErrUnavailable naming the reason", err)
+			}
+		default:
+			t.Fatal("the waiting call was not told that no worker can start")
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiting call was not told that no worker can start")
-	}
-	start := time.Now()
-	_, err := p.acquire(context.Background(), "", "")
-	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "deno is broken") {
-		t.Errorf("a call while workers cannot start: %v, want ErrUnavailable naming the reason", err)
-	}
-	if d := time.Since(start); d > 100*time.Millisecond {
-		t.Errorf("the call took %v to fail", d)
-	}
-	if h := p.health(); h.Ready || h.Err != "deno is broken" {
-		t.Errorf("health while workers cannot start: %+v", h)
-	}
-	f.failWith(nil)
-	waitFor(t, p, "recovered", func(h Health) bool { return h.Ready && h.Err == "" })
+		start := time.Now()
+		_, err := p.acquire(context.Background(), "", "")
+		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "deno is broken") {
+			t.Errorf("a call while workers cannot start: %v, want ErrUnavailable naming the reason", err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("the call took %v to fail", d)
+		}
+		if h := p.health(); h.Ready || h.Err != "deno is broken" {
+			t.Errorf("health while workers cannot start: %+v", h)
+		}
+		f.failWith(nil)
+		waitFor(t, p, "recovered", func(h Health) bool { return h.Ready && h.Err == "" })
+	})
+}
+
+// TestPoolBacksOffExponentially: failed starts of a kind are retried after
+// 100 ms, twice that after each further failure, up to 30 s; a start that
+// succeeds resets the backoff.
+func TestPoolBacksOffExponentially(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, f := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 1}, func(_ *testPool, f *fakeFleet) {
+			f.failWith(errors.New("no deno"))
+		})
+		gaps := func() []time.Duration {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			var d []time.Duration
+			for i := 1; i < len(f.startedAt); i++ {
+				d = append(d, f.startedAt[i].Sub(f.startedAt[i-1])-fakeStart)
+			}
+			f.startedAt = f.startedAt[len(f.startedAt)-1:]
+			return d
+		}
+		advance(5 * time.Minute)
+		want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond,
+			1600 * time.Millisecond, 3200 * time.Millisecond, 6400 * time.Millisecond, 12800 * time.Millisecond, 25600 * time.Millisecond}
+		got := gaps()
+		if len(got) < len(want)+2 || !slices.Equal(got[:len(want)], want) {
+			t.Fatalf("waits between failed starts: %v, want %v and then 30s", got, want)
+		}
+		for _, d := range got[len(want):] {
+			if d != maxBackoff {
+				t.Errorf("a wait of %s after many failures, want %s", d, maxBackoff)
+			}
+		}
+		f.failWith(nil)
+		waitFor(t, p, "started", func(h Health) bool { return h.Warm == 1 })
+		gaps() // from the start that worked
+		f.failWith(errors.New("no deno again"))
+		p.retire(acquire(t, p))
+		advance(fakeStart + 100*time.Millisecond + fakeStart)
+		if got := gaps(); len(got) != 2 || got[1] != 100*time.Millisecond {
+			t.Errorf("waits after a start that worked: %v, want the first of 100ms", got)
+		}
+	})
 }
 
 func TestPoolReplacesWorkersThatDieIdle(t *testing.T) {
-	p, _ := newTestPool(t, poolConfig{Workers: 2, Warm: 2, Queue: 1})
-	waitFor(t, p, "had two warm workers", func(h Health) bool { return h.Warm == 2 })
-	p.mu.Lock()
-	idle := append([]*worker(nil), p.warm...)
-	p.mu.Unlock()
-	for _, w := range idle {
-		if err := w.proc.Kill(); err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		p, _ := newTestPool(t, poolConfig{Workers: 2, Warm: 2, Queue: 1})
+		for _, seen := range []bool{false, true} {
+			waitFor(t, p, "had two warm workers", func(h Health) bool { return h.Warm == 2 })
+			for _, w := range warmWorkers(p) {
+				w.die()
+			}
+			if seen {
+				synctest.Wait() // watchIdle sees the deaths
+			}
+			// Whether the pool has seen the deaths yet or not, no call gets
+			// a dead worker.
+			for range 2 {
+				w := acquire(t, p)
+				if w.dead() {
+					t.Errorf("a call got a worker that died idle (deaths seen: %v)", seen)
+				}
+				p.retire(w)
+			}
 		}
-	}
-	// Whether the pool has seen the deaths yet or not, no call gets a
-	// dead worker.
-	for range 2 {
-		w := acquire(t, p)
-		if w.dead() {
-			t.Error("a call got a worker that died idle")
-		}
-		p.retire(w)
-	}
-	waitFor(t, p, "replaced them", func(h Health) bool { return h.Warm == 2 })
+		waitFor(t, p, "replaced them", func(h Health) bool { return h.Warm == 2 })
+	})
 }
 
 func TestPoolCloseEndsItsWorkers(t *testing.T) {
-	p, f := newTestPool(t, poolConfig{Workers: 2, Warm: 2, Queue: 1})
-	waitFor(t, p, "had two warm workers", func(h Health) bool { return h.Warm == 2 })
-	p.close()
-	if _, err := p.acquire(context.Background(), "", ""); !errors.Is(err, errClosed) {
-		t.Errorf("acquire after close: %v, want errClosed", err)
-	}
-	<-p.wg.shut()
-	if n := f.live.Load(); n != 0 {
-		t.Errorf("%d workers alive after close", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		p, f := newTestPool(t, poolConfig{Workers: 3, Warm: 2, Queue: 1})
+		advance(fakeStart)
+		busy := acquire(t, p) // its replacement starts
+		synctest.Wait()
+		if h := p.health(); h.Warm != 1 || h.Busy != 1 || h.Starting != 1 {
+			t.Fatalf("health before close: %+v, want one worker warm, one busy, one starting", h)
+		}
+		p.close()
+		synctest.Wait()
+		if h := p.health(); h.Warm != 0 {
+			t.Errorf("warm workers after close: %+v", h)
+		}
+		if _, err := p.acquire(context.Background(), "", ""); !errors.Is(err, errClosed) {
+			t.Errorf("acquire after close: %v, want errClosed", err)
+		}
+		advance(fakeStart) // the start under way ends: its worker is killed
+		if n := f.live.Load(); n != 1 {
+			t.Errorf("%d workers alive after close, want the busy one", n)
+		}
+		// The busy worker is its call's until the call retires it.
+		p.retire(busy)
+		synctest.Wait()
+		if n := f.live.Load(); n != 0 {
+			t.Errorf("%d workers alive after close and the last call", n)
+		}
+		if n := states(p); len(n) != 0 {
+			t.Errorf("members left: %v", n)
+		}
+	})
 }
 
 func TestPoolRefusesAWaitLongerThanTheQueueTimeout(t *testing.T) {
-	p, _ := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 100, QueueTimeout: time.Second})
-	busy := acquire(t, p)
-	defer p.retire(busy)
-	// Recent calls waited 300 ms per place in the queue.
-	p.mu.Lock()
-	p.perPlace = 300 * time.Millisecond
-	p.mu.Unlock()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	// Three calls fit: the third waits about 900 ms.
-	for i := range 3 {
-		wg.Go(func() { _, _ = p.acquire(ctx, "", "") })
-		waitFor(t, p, "queued the call", func(h Health) bool { return h.Waiting == i+1 })
-	}
-	start := time.Now()
-	_, err := p.acquire(context.Background(), "", "")
-	if !errors.Is(err, ErrQueueTimeout) || !strings.Contains(err.Error(), "it would wait about 1.2s, longer than the queue timeout of 1s") {
-		t.Errorf("a call with three before it: %v, want ErrQueueTimeout with the wait it would have needed", err)
-	}
-	if elapsed := time.Since(start); elapsed > 500*time.Millisecond {
-		t.Errorf("refused after %s, want at once", elapsed)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		p, _ := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 100, QueueTimeout: time.Second})
+		busy := acquire(t, p)
+		defer p.retire(busy)
+		// Recent calls waited 300 ms per place in the queue.
+		p.mu.Lock()
+		p.perPlace = 300 * time.Millisecond
+		p.mu.Unlock()
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer cancel()
+		// Three calls fit: the third waits about 900 ms.
+		for range 3 {
+			wg.Go(func() { _, _ = p.acquire(ctx, "", "") })
+			synctest.Wait()
+		}
+		start := time.Now()
+		_, err := p.acquire(context.Background(), "", "")
+		if !errors.Is(err, ErrQueueTimeout) || !strings.Contains(err.Error(), "it would wait about 1.2s, longer than the queue timeout of 1s") {
+			t.Errorf("a call with three before it: %v, want ErrQueueTimeout with the wait it would have needed", err)
+		}
+		if elapsed := time.Since(start); elapsed != 0 {
+			t.Errorf("refused after %s, want at once", elapsed)
+		}
+	})
 }
 
 func TestPoolLearnsTheWaitPerPlace(t *testing.T) {
-	p, _ := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 10, QueueTimeout: 10 * time.Second})
-	waitFor(t, p, "warmed up", func(h Health) bool { return h.Warm == 1 })
-	busy := acquire(t, p)
-	done := make(chan *worker)
-	go func() {
-		w, _ := p.acquire(context.Background(), "", "")
-		done <- w
-	}()
-	waitFor(t, p, "queued the call", func(h Health) bool { return h.Waiting == 1 })
-	time.Sleep(200 * time.Millisecond) // the wait to learn
-	p.retire(busy)
-	p.retire(<-done)
-	p.mu.Lock()
-	perPlace := p.perPlace
-	p.mu.Unlock()
-	if perPlace < 200*time.Millisecond || perPlace > 10*time.Second {
-		t.Errorf("learned %s per place after a wait of at least 200ms", perPlace)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		p, _ := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 10, QueueTimeout: 10 * time.Second})
+		advance(fakeStart)
+		busy := acquire(t, p)
+		done := make(chan *fakeWorker)
+		go func() {
+			w, _ := p.acquire(context.Background(), "", "")
+			done <- w
+		}()
+		advance(200 * time.Millisecond) // the wait to learn
+		p.retire(busy)
+		advance(fakeStart) // the replacement
+		p.retire(<-done)
+		p.mu.Lock()
+		perPlace := p.perPlace
+		p.mu.Unlock()
+		if want := 200*time.Millisecond + fakeStart; perPlace != want {
+			t.Errorf("learned %s per place after a wait of %s", perPlace, want)
+		}
+	})
 }
 
 func TestPoolHoldsEachPrincipalToItsShare(t *testing.T) {
-	p, _ := newTestPool(t, poolConfig{Workers: 3, Warm: 3, Queue: 10, PerPrincipal: 1})
-	waitFor(t, p, "warmed up", func(h Health) bool { return h.Warm == 3 })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	first, err := p.acquire(ctx, "alice", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Alice's second call waits, though workers are warm.
-	got := make(chan *worker, 1)
-	go func() {
-		w, _ := p.acquire(ctx, "alice", "")
-		got <- w
-	}()
-	waitFor(t, p, "held alice's second call", func(h Health) bool { return h.Waiting == 1 && h.Warm == 2 })
-	// Bob gets a warm worker at once, and so does a call of no principal,
-	// which is held to no share.
-	bob, err := p.acquire(ctx, "bob", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	anyone := acquire(t, p)
-	select {
-	case <-got:
-		t.Fatal("alice's second call got a worker while her first held one")
-	case <-time.After(100 * time.Millisecond):
-	}
-	// When her first call ends, her second has its turn.
-	p.retire(first)
-	if w := <-got; w == nil {
-		t.Fatal("alice's second call got no worker")
-	} else {
-		p.retire(w)
-	}
-	p.retire(bob)
-	p.retire(anyone)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.running)+len(p.served)+len(p.holders) != 0 {
-		t.Errorf("the pool still keeps principals: running %v, served %v, %d holders", p.running, p.served, len(p.holders))
-	}
+	synctest.Test(t, func(t *testing.T) {
+		p, _ := newTestPool(t, poolConfig{Workers: 3, Warm: 3, Queue: 10, PerPrincipal: 1})
+		advance(fakeStart)
+		ctx := context.Background()
+		first, err := p.acquire(ctx, "alice", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Alice's second call waits, though workers are warm.
+		got := make(chan *fakeWorker, 1)
+		go func() {
+			w, _ := p.acquire(ctx, "alice", "")
+			got <- w
+		}()
+		synctest.Wait()
+		if h := p.health(); h.Waiting != 1 || h.Warm != 2 {
+			t.Fatalf("health with alice's second call held: %+v", h)
+		}
+		// Bob gets a warm worker at once, and so does a call of no principal,
+		// which is held to no share.
+		bob, err := p.acquire(ctx, "bob", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		anyone := acquire(t, p)
+		synctest.Wait()
+		if len(got) != 0 {
+			t.Fatal("alice's second call got a worker while her first held one")
+		}
+		// When her first call ends, her second has its turn.
+		p.retire(first)
+		if w := <-got; w == nil {
+			t.Fatal("alice's second call got no worker")
+		} else {
+			p.retire(w)
+		}
+		p.retire(bob)
+		p.retire(anyone)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if len(p.served) != 0 {
+			t.Errorf("the pool still keeps principals: served %v", p.served)
+		}
+	})
 }
 
+// TestPoolServesPrincipalsInTurn: a free worker goes to the waiting
+// principal served least recently, first come first served within one.
 func TestPoolServesPrincipalsInTurn(t *testing.T) {
-	p, _ := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 10})
-	busy := acquire(t, p)
-	order := make(chan string, 4)
-	var wg sync.WaitGroup
-	for i, who := range []string{"alice", "alice", "alice", "bob"} {
-		wg.Go(func() {
-			w, err := p.acquire(context.Background(), who, "")
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			order <- who
-			p.retire(w)
+	tests := []struct {
+		name   string
+		holder string   // the principal of the call that holds the one worker
+		calls  []string // the principals of the calls that wait, in order
+		want   string   // whom the worker serves, in order
+	}{
+		{"one principal, first come first served", "", []string{"a", "a", "a"}, "a a a"},
+		{"the principal served least recently first", "", []string{"alice", "alice", "alice", "bob"}, "alice bob alice alice"},
+		{"three principals", "", []string{"a", "a", "b", "c"}, "a b c a"},
+		{"no principal waits its turn too", "", []string{"", "", "a"}, "a  "},
+		{"the holder's principal last", "a", []string{"a", "b"}, "b a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p, _ := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 10})
+				busy, err := p.acquire(context.Background(), tt.holder, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				order := make(chan string, len(tt.calls))
+				var wg sync.WaitGroup
+				for _, who := range tt.calls {
+					wg.Go(func() {
+						w, err := p.acquire(context.Background(), who, "")
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						order <- who
+						p.retire(w)
+					})
+					synctest.Wait()
+				}
+				p.retire(busy)
+				wg.Wait()
+				close(order)
+				var got []string
+				for who := range order {
+					got = append(got, who)
+				}
+				if strings.Join(got, " ") != tt.want {
+					t.Errorf("served %q, want %q", got, tt.want)
+				}
+			})
 		})
-		waitFor(t, p, "queued the call", func(h Health) bool { return h.Waiting == i+1 })
-	}
-	p.retire(busy)
-	wg.Wait()
-	close(order)
-	var got []string
-	for who := range order {
-		got = append(got, who)
-	}
-	// Bob came last but is served second: alice was just served.
-	if strings.Join(got, " ") != "alice bob alice alice" {
-		t.Errorf("served %v, want alice bob alice alice", got)
 	}
 }
 
 func TestPoolKeepsAWarmWorkerOfEachHotKind(t *testing.T) {
-	p, _ := newTestPool(t, poolConfig{Workers: 3, Warm: 3, Queue: 10, QueueTimeout: 10 * time.Second})
-	p.mu.Lock()
-	p.hot = func() []string { return []string{"k1", "k2", "k3"} } // more than Warm-1
-	p.refill()
-	p.mu.Unlock()
-	kinds := func() string {
+	synctest.Test(t, func(t *testing.T) {
+		p, _ := newTestPool(t, poolConfig{Workers: 3, Warm: 3, Queue: 10, QueueTimeout: 10 * time.Second})
 		p.mu.Lock()
-		defer p.mu.Unlock()
-		var ks []string
-		for _, w := range p.warm {
-			ks = append(ks, "["+w.kind+"]")
+		p.hot = func() []string { return []string{"k1", "k2", "k3"} } // more than Warm-1
+		p.refill()
+		p.mu.Unlock()
+		kinds := func() string {
+			var ks []string
+			for _, w := range warmWorkers(p) {
+				ks = append(ks, "["+w.kind+"]")
+			}
+			slices.Sort(ks)
+			return strings.Join(ks, "")
 		}
-		slices.Sort(ks)
-		return strings.Join(ks, "")
-	}
-	// The pool began before hot was set: three plain workers, which it keeps.
-	waitFor(t, p, "warmed up", func(h Health) bool { return h.Warm == 3 })
-	if got := kinds(); got != "[][][]" {
-		t.Fatalf("warm workers %s", got)
-	}
-	take := func(kind string) *worker {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		w, err := p.acquire(ctx, "", kind)
-		if err != nil {
-			t.Fatal(err)
+		// The pool began before hot was set: three plain workers, which it keeps.
+		advance(fakeStart)
+		if got := kinds(); got != "[][][]" {
+			t.Fatalf("warm workers %s", got)
 		}
-		return w
-	}
-	// As plain ones are used, hot kinds take the place of the replacements:
-	// at most Warm-1 of them, so that a plain one stays.
-	for range 3 {
-		p.retire(take(""))
-	}
-	waitFor(t, p, "rewarmed", func(h Health) bool { return h.Warm == 3 && h.Starting == 0 })
-	if got := kinds(); got != "[][k1][k2]" {
-		t.Fatalf("warm workers %s, want one plain and one of each of the two hottest kinds", got)
-	}
-	// A call of a kind gets its worker, a call of another kind a plain one.
-	if w := take("k2"); w.kind != "k2" {
-		t.Errorf("a call of k2 got a worker of kind %q", w.kind)
-	} else {
-		p.retire(w)
-	}
-	if w := take("k9"); w.kind != "" {
-		t.Errorf("a call of an unknown kind got a worker of kind %q", w.kind)
-	} else {
-		p.retire(w)
-	}
+		take := func(kind string) *fakeWorker {
+			t.Helper()
+			w, err := p.acquire(context.Background(), "", kind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return w
+		}
+		// As plain ones are used, hot kinds take the place of the
+		// replacements: at most Warm-1 of them, so that a plain one stays.
+		for range 3 {
+			p.retire(take(""))
+		}
+		waitFor(t, p, "rewarmed", func(h Health) bool { return h.Warm == 3 && h.Starting == 0 })
+		if got := kinds(); got != "[][k1][k2]" {
+			t.Fatalf("warm workers %s, want one plain and one of each of the two hottest kinds", got)
+		}
+		// A call of a kind gets its worker, a call of another kind a plain one.
+		if w := take("k2"); w.kind != "k2" {
+			t.Errorf("a call of k2 got a worker of kind %q", w.kind)
+		} else {
+			p.retire(w)
+		}
+		if w := take("k9"); w.kind != "" {
+			t.Errorf("a call of an unknown kind got a worker of kind %q", w.kind)
+		} else {
+			p.retire(w)
+		}
+	})
 }
 
 func TestPoolRetiresAnIdleKindForAWaitingCall(t *testing.T) {
-	p, _ := newTestPool(t, poolConfig{Workers: 2, Warm: 2, Queue: 10, QueueTimeout: 20 * time.Second})
-	p.mu.Lock()
-	p.hot = func() []string { return []string{"k1"} }
-	p.mu.Unlock()
-	waitFor(t, p, "warmed up", func(h Health) bool { return h.Warm == 2 })
-	p.retire(acquire(t, p)) // its replacement is of kind k1
-	waitFor(t, p, "rewarmed", func(h Health) bool { return h.Warm == 2 && h.Starting == 0 })
-	busy := acquire(t, p) // the plain one
-	defer p.retire(busy)
-	if busy.kind != "" {
-		t.Fatalf("got a worker of kind %q", busy.kind)
-	}
-	// The k1 worker fits no plain call: it makes way for a plain one.
-	w := acquire(t, p)
-	defer p.retire(w)
-	if w.kind != "" {
-		t.Errorf("a plain call got a worker of kind %q", w.kind)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		p, _ := newTestPool(t, poolConfig{Workers: 2, Warm: 2, Queue: 10, QueueTimeout: 20 * time.Second})
+		p.mu.Lock()
+		p.hot = func() []string { return []string{"k1"} }
+		p.mu.Unlock()
+		advance(fakeStart)
+		p.retire(acquire(t, p)) // its replacement is of kind k1
+		waitFor(t, p, "rewarmed", func(h Health) bool { return h.Warm == 2 && h.Starting == 0 })
+		busy := acquire(t, p) // the plain one
+		defer p.retire(busy)
+		if busy.kind != "" {
+			t.Fatalf("got a worker of kind %q", busy.kind)
+		}
+		// The k1 worker fits no plain call: it makes way for a plain one.
+		w := acquire(t, p)
+		defer p.retire(w)
+		if w.kind != "" {
+			t.Errorf("a plain call got a worker of kind %q", w.kind)
+		}
+	})
 }
 
 func TestPoolRestoresHalfItsWarmWorkersAhead(t *testing.T) {
-	p, _ := newTestPool(t, poolConfig{Workers: 4, Warm: 4, Queue: 8, Busy: 300 * time.Millisecond}, func(p *pool, f *standIns) {
-		f.lazy = true
-		p.restore = func(w *worker) { // at once, as a restore that is quick
-			if w.standby.asked.CompareAndSwap(false, true) {
-				close(w.standby.done)
+	synctest.Test(t, func(t *testing.T) {
+		const busyFor = 30 * time.Second
+		p, _ := newTestPool(t, poolConfig{Workers: 4, Warm: 4, Queue: 8, Busy: busyFor}, func(p *testPool, f *fakeFleet) {
+			f.lazy = true
+			p.restore = restoreIn(0)
+		})
+		byState := func() [3]int {
+			n := states(p)
+			return [3]int{n[stateReady], n[stateRestoring], n[stateStandby]}
+		}
+		settles := func(what string, want [3]int) {
+			t.Helper()
+			eventually(t, what, func() bool { return byState() == want }, func() string {
+				return fmt.Sprintf("warm workers ready, restoring, on standby: %v, want %v", byState(), want)
+			})
+		}
+		settles("at rest", [3]int{2, 0, 2})
+		for range 3 { // calls make the pool busy: every warm worker is restored
+			w, err := p.acquire(context.Background(), "", "")
+			if err != nil {
+				t.Fatal(err)
 			}
+			if w.readiness() != restored {
+				t.Errorf("a call got a worker of readiness %d while restored ones were warm", w.readiness())
+			}
+			p.retire(w)
+		}
+		settles("while calls come", [3]int{4, 0, 0})
+		// Idle for poolConfig.Busy: the extra restored workers are replaced
+		// by workers on standby.
+		start := time.Now()
+		settles("idle again", [3]int{2, 0, 2})
+		if idle := time.Since(start); idle < busyFor-time.Second {
+			t.Errorf("back on standby after %s idle, want about %s", idle, busyFor)
 		}
 	})
-	byReadiness := func() [3]int {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		var n [3]int
-		for _, w := range p.warm {
-			n[w.readiness()]++
-		}
-		return n
-	}
-	settles := func(what string, want [3]int) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for byReadiness() != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: warm workers restored, being restored, on standby: %v, want %v", what, byReadiness(), want)
-			}
-			time.Sleep(10 * time.Millisecond) // bounded polling of the pool's state
-		}
-	}
-	settles("at rest", [3]int{2, 0, 2})
-	for range 3 { // calls make the pool busy: every warm worker is restored
-		w, err := p.acquire(context.Background(), "", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if w.readiness() != restored {
-			t.Errorf("a call got a worker of readiness %d while restored ones were warm", w.readiness())
-		}
-		p.retire(w)
-	}
-	settles("while calls come", [3]int{4, 0, 0})
-	// Idle for poolConfig.Busy: the extra restored workers are replaced by
-	// workers on standby.
-	settles("idle again", [3]int{2, 0, 2})
 }
 
 func TestPoolRestoresPlainWorkersAheadOfKinds(t *testing.T) {
-	p, _ := newTestPool(t, poolConfig{Workers: 2, Warm: 2, Queue: 8}, func(p *pool, f *standIns) {
-		f.lazy = true // workers of a kind start restored, as the supervisor's do
-		p.hot = func() []string { return []string{"k"} }
-		p.restore = func(w *worker) {
-			if w.standby.asked.CompareAndSwap(false, true) {
-				close(w.standby.done)
+	synctest.Test(t, func(t *testing.T) {
+		p, _ := newTestPool(t, poolConfig{Workers: 2, Warm: 2, Queue: 8}, func(p *testPool, f *fakeFleet) {
+			f.lazy = true // workers of a kind start restored, as the supervisor's do
+			p.hot = func() []string { return []string{"k"} }
+			p.restore = restoreIn(0)
+		})
+		waitFor(t, p, "2 warm", func(h Health) bool { return h.Warm == 2 })
+		for _, w := range warmWorkers(p) {
+			if w.kind == "" && w.readiness() != restored {
+				t.Errorf("the plain warm worker is on standby beside a worker of kind k: plain calls would wait for its restore")
 			}
 		}
 	})
-	waitFor(t, p, "2 warm", func(h Health) bool { return h.Warm == 2 })
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, w := range p.warm {
-		if w.kind == "" && w.readiness() != restored {
-			t.Errorf("the plain warm worker is on standby beside a worker of kind k: plain calls would wait for its restore")
-		}
-	}
 }
 
 // A kind of worker that cannot start (a learned set whose template is
 // broken) backs off alone: plain workers keep starting, and plain calls
 // keep being served.
 func TestPoolBacksOffEachKindAlone(t *testing.T) {
-	broken := errors.New("the set's template is broken")
-	var failed atomic.Int32
-	p, _ := newTestPool(t, poolConfig{Workers: 2, Warm: 2, Queue: 10}, func(p *pool, f *standIns) {
-		p.hot = func() []string { return []string{"k1"} }
-		p.start = func(ctx context.Context, kind string) (*worker, error) {
-			if kind == "k1" {
-				failed.Add(1)
-				return nil, broken
+	synctest.Test(t, func(t *testing.T) {
+		broken := errors.New("the set's template is broken")
+		var failed atomic.Int32
+		p, _ := newTestPool(t, poolConfig{Workers: 2, Warm: 2, Queue: 10}, func(p *testPool, f *fakeFleet) {
+			p.hot = func() []string { return []string{"k1"} }
+			p.start = func(ctx context.Context, kind string) (*fakeWorker, error) {
+				if kind == "k1" {
+					failed.Add(1)
+					return nil, broken
+				}
+				return f.start(ctx, kind)
 			}
-			return f.start(ctx, kind)
+		})
+		// Five failures in a row: k1 now backs off for 1.6 s, long enough for
+		// the calls below to need plain workers started meanwhile.
+		eventually(t, "failed to start k1 five times", func() bool { return failed.Load() >= 5 }, func() string { return "" })
+		for i := range 8 {
+			w, err := p.acquire(context.Background(), "", "")
+			if err != nil {
+				t.Fatalf("plain call %d while k1 cannot start: %v", i, err)
+			}
+			p.retire(w)
+		}
+		if h := p.health(); h.Err != "" {
+			t.Errorf("health names k1's failure: %+v", h)
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if f := p.failed["k1"]; f == nil || f.n == 0 {
+			t.Errorf("k1's failed starts were not counted: %+v", f)
 		}
 	})
-	// Five failures in a row: k1 now backs off for 1.6 s, long enough for
-	// the calls below to need plain workers started meanwhile.
-	waitFor(t, p, "failed to start k1 five times", func(Health) bool { return failed.Load() >= 5 })
-	for i := range 8 {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		w, err := p.acquire(ctx, "", "")
-		cancel()
-		if err != nil {
-			t.Fatalf("plain call %d while k1 cannot start: %v", i, err)
-		}
-		p.retire(w)
-	}
-	if h := p.health(); h.Err != "" {
-		t.Errorf("health names k1's failure: %+v", h)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if f := p.failed["k1"]; f == nil || f.n == 0 {
-		t.Errorf("k1's failed starts were not counted: %+v", f)
-	}
 }

@@ -285,10 +285,10 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 
 // serving makes a worker whose interpreter is ready fit for calls: the
 // limits of a serving worker, and the --deps files. On error w is killed.
-func (s *Supervisor) serving(ctx context.Context, w *worker, ready bridge.Message, rt *runtimeFiles) error {
+func (s *Supervisor) serving(ctx context.Context, w *worker, ready bridge.ReadyFrame, rt *runtimeFiles) error {
 	w.python, w.restored = ready.Python, ready.Snapshot
 	if !w.restored && rt.snapshot != "" {
-		s.remakeSnapshot(rt) // the restore failed: the snapshot is stale or damaged
+		s.runtime.remakeSnapshot(rt) // the restore failed: the snapshot is stale or damaged
 	}
 	w.conn.SetReadLimit(s.servingReadLimit())
 	s.log.Debug("worker ready", zap.Int("pid", w.proc.Pid()), zap.Bool("snapshot", ready.Snapshot), zap.String("python", ready.Python))

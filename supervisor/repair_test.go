@@ -76,7 +76,7 @@ func TestARuntimeRemovedUnderTheServerIsRebuilt(t *testing.T) {
 	if !strings.Contains(said, "a file of the Python runtime is gone; rebuilding the runtime") {
 		t.Errorf("no warning said why the runtime was rebuilt; warnings:\n%s", said)
 	}
-	if _, err := os.Stat(s.rt.Load().entry); err != nil {
+	if _, err := os.Stat(s.runtime.files().entry); err != nil {
 		t.Errorf("the rebuilt runtime lacks its worker program: %v", err)
 	}
 }
@@ -166,7 +166,7 @@ func TestADamagedCodeCacheTemplateIsRemade(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := start(t, Config{Workers: 1, CacheDir: cache})
-	template := first.rt.Load().codeCache
+	template := first.runtime.files().codeCache
 	stored := filepath.Join(template, locationData, "web_cache", "0123", "body")
 	awaitHealth(t, first, "warmed up", func(h Health) bool { return h.Warm == 1 && h.Starting == 0 })
 	write(t, stored, "stored by a package as its snapshot was made")

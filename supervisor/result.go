@@ -73,11 +73,18 @@ type Request struct {
 	// OnLine, if not nil, is called for each line the code prints, in
 	// order, before Run returns.
 	OnLine func(Line)
+	// OnProgress, if not nil, is called with what the call is doing: its
+	// place in the queue, its packages, and every progressTick while the
+	// code runs. Calls are one at a time, the last before Run returns; it
+	// should return at once, as some come with the queue's or the runtime's
+	// bookkeeping waiting on it.
+	OnProgress func(ProgressEvent)
 	// Principal is who the call is for, when the front end knows (an
 	// authenticated caller): one principal holds at most
 	// Config.MaxCallsPerPrincipal of the pool's workers, and waiting calls
 	// are served round robin across principals. "" is no one in particular,
-	// held to no share.
+	// held to no share. It is an opaque key, only compared: how callers are
+	// named is the front end's business.
 	Principal string
 }
 

@@ -330,20 +330,14 @@ func (s *Supervisor) makeSnapshot(ctx context.Context, rt *runtimeFiles, path, c
 	return os.Rename(denoDir, codeCache)
 }
 
-// remakeSnapshot replaces a snapshot that workers failed to restore from
-// (damaged, or made by an incompatible build), in the background and once
-// per supervisor: until it is done, workers load Pyodide plainly.
+// remakeSnapshot makes rt's snapshot again, one that workers failed to
+// restore from: the runtime keeper's remake (see
+// runtimeKeeper.remakeSnapshot).
 func (s *Supervisor) remakeSnapshot(rt *runtimeFiles) {
-	if !s.remaking.CompareAndSwap(false, true) {
-		return
+	// Workers copy the code cache meanwhile: it stays as it is.
+	if err := s.makeSnapshot(s.ctx, rt, rt.snapshot, ""); err != nil {
+		s.log.Error("cannot remake the memory snapshot", zap.Error(err))
 	}
-	s.log.Warn("a worker could not restore the memory snapshot; making a new one", zap.String("path", rt.snapshot))
-	s.wg.Go(func() {
-		// Workers copy the code cache meanwhile: it stays as it is.
-		if err := s.makeSnapshot(s.ctx, rt, rt.snapshot, ""); err != nil {
-			s.log.Error("cannot remake the memory snapshot", zap.Error(err))
-		}
-	})
 }
 
 // errRuntimeGone marks a worker start that failed for a file of the
@@ -358,13 +352,14 @@ const startAttempts = 3
 
 // startOnce is one attempt of startWorker.
 func (s *Supervisor) startOnce(ctx context.Context, r role, kind string) (*worker, error) {
-	rt := s.rt.Load()
-	if what := rt.missing(); what != "" {
+	ready := s.runtime.current()
+	if what := ready.files.missing(); what != "" {
 		var err error
-		if rt, err = s.repair(ctx, rt, what); err != nil {
+		if ready, err = s.runtime.repair(ctx, ready, what); err != nil {
 			return nil, err
 		}
 	}
+	rt := ready.files
 	if kind != "" {
 		learned := s.learn.runtime(kind)
 		if learned != nil && learned.missing() != "" {

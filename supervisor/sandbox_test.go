@@ -40,7 +40,7 @@ func TestCallsLeaveDenoDirAlone(t *testing.T) {
 	}
 	s := start(t, Config{Workers: 1, CacheDir: private})
 	// The code cache template that workers copy must not change either.
-	codeCache := s.rt.Load().codeCache
+	codeCache := s.runtime.files().codeCache
 	if codeCache == "" {
 		t.Fatal("no code cache template")
 	}

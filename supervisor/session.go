@@ -42,7 +42,7 @@ func (s *Supervisor) NewSession(ctx context.Context) (*Session, error) {
 		return nil, errClosed
 	}
 	defer s.wg.leave()
-	if _, err := s.ensure(ctx, nil); err != nil {
+	if _, err := s.runtime.ensure(ctx, nil); err != nil {
 		return nil, err
 	}
 	// Close stops the start rather than wait for it.
@@ -61,7 +61,7 @@ func (s *Supervisor) NewSession(ctx context.Context) (*Session, error) {
 
 // addSession makes a session of a started worker and watches it.
 func (s *Supervisor) addSession(w *worker) (*Session, error) {
-	ss := &Session{s: s, turn: make(chan struct{}, 1), done: make(chan struct{}), w: w, installed: s.preinstalled()}
+	ss := &Session{s: s, turn: make(chan struct{}, 1), done: make(chan struct{}), w: w, installed: s.runtime.files().preinstalled()}
 	s.sessionsMu.Lock()
 	defer s.sessionsMu.Unlock()
 	if s.ctx.Err() != nil {
@@ -88,15 +88,6 @@ func (ss *Session) Err() error {
 	default:
 	}
 	return nil
-}
-
-// worker returns the session's worker, or nil for no session: a call
-// then takes a fresh one.
-func (ss *Session) worker() *worker {
-	if ss == nil {
-		return nil
-	}
-	return ss.w
 }
 
 // Run runs a call in the session. A call stopped at its time limit that

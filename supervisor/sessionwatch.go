@@ -16,14 +16,10 @@ import (
 // a call the call's own watch applies (call.go), which stops the code with
 // a MemoryError instead.
 
-// DefaultSessionIdleCPU is the share of one core a session's worker may use,
-// on average, while no call runs: enough for a background task that wakes
-// now and then, not for one that computes.
-const DefaultSessionIdleCPU = 0.1
-
 // sessionCPUWindow is how long a session's worker may run at its idle share
 // in one go: the CPU time it may use at once, such as right after a call,
-// is sessionCPUWindow times the share (1 s at the default).
+// is sessionCPUWindow times the share (1 s at --session-idle-cpu's default,
+// 0.1).
 const sessionCPUWindow = 10 * time.Second
 
 // sessionWatchEvery is how often a session's memory is read between calls,

@@ -234,8 +234,8 @@ func TestSessionWatchBetweenCalls(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := tt.cfg
-			if cfg.MemoryLimit == 0 && cfg.SessionIdleCPU >= 0 {
-				cfg.MemoryLimit = limit
+			if cfg.SessionIdleCPU == 0 { // every case but "no bounds" has both
+				cfg.MemoryLimit, cfg.SessionIdleCPU = limit, 0.1
 			}
 			s := New(cfg, zap.NewNop())
 			synctest.Test(t, func(t *testing.T) {

@@ -3,17 +3,14 @@ package supervisor
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/dustin/go-humanize"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -61,8 +58,9 @@ type Config struct {
 	QueueTimeout time.Duration
 	// MaxCallsPerPrincipal is how many of the pool's workers the calls of
 	// one Request.Principal may hold at once; the rest of its calls wait
-	// their turn. 0 means the default, half the workers rounded up, so that
-	// one caller leaves room for the others; negative means no limit.
+	// their turn. 0 means no limit. (The command line's default is half
+	// the workers, rounded up, so that one caller leaves room for the
+	// others.)
 	MaxCallsPerPrincipal int
 	// CodeLimit is the largest code accepted, in bytes; 0 means no limit.
 	CodeLimit int
@@ -75,8 +73,8 @@ type Config struct {
 	StartTimeout time.Duration
 	// SessionIdleCPU is the share of one core a session's worker may use,
 	// on average, while no call runs, with up to sessionCPUWindow's worth
-	// at once; past it the session ends. 0 means DefaultSessionIdleCPU,
-	// negative no bound. (MemoryLimit holds between calls too.)
+	// at once; past it the session ends. 0 means no bound. (MemoryLimit
+	// holds between calls too.)
 	SessionIdleCPU float64
 	// Metrics, if not nil, receives the supervisor's Prometheus metrics.
 	Metrics prometheus.Registerer
@@ -94,7 +92,7 @@ type Config struct {
 
 	// Tools, if not nil, are the tools of other MCP servers that code may
 	// call (code mode); ToolCalls bounds how many one run may make: 0
-	// means DefaultToolCalls, negative no limit.
+	// means no limit.
 	Tools     Tools
 	ToolCalls int
 
@@ -116,9 +114,9 @@ const (
 	DefaultMountFiles     = 10_000
 )
 
-// WithDefaults returns c with the defaults of the fields left zero filled
-// in: what New runs with. Front ends show it; New is its one user that
-// matters.
+// WithDefaults returns c with the defaults of the fields whose 0 means a
+// default filled in: what New runs with. Front ends show it; New is its one
+// user that matters. A field whose 0 means no limit keeps it.
 func (c Config) WithDefaults() Config {
 	c.Workers = max(c.Workers, 1)
 	if c.Warm <= 0 || c.Warm > c.Workers {
@@ -126,9 +124,6 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Queue <= 0 {
 		c.Queue = DefaultQueuePerWorker * c.Workers
-	}
-	if c.MaxCallsPerPrincipal == 0 {
-		c.MaxCallsPerPrincipal = (c.Workers + 1) / 2
 	}
 	if c.Grace <= 0 {
 		c.Grace = DefaultGrace
@@ -144,12 +139,6 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MountLimits.MaxFiles <= 0 {
 		c.MountLimits.MaxFiles = DefaultMountFiles
-	}
-	if c.ToolCalls == 0 {
-		c.ToolCalls = DefaultToolCalls
-	}
-	if c.SessionIdleCPU == 0 {
-		c.SessionIdleCPU = DefaultSessionIdleCPU
 	}
 	return c
 }
@@ -192,6 +181,10 @@ type Health struct {
 // Supervisor runs Python code in a pool of sandboxed workers. Each worker
 // serves one call and is retired, so no state survives from call to call;
 // the pool keeps replacements warm so calls do not wait for Pyodide to boot.
+//
+// The Supervisor keeps the lifecycle (New, Start, Warmup, Close, and the
+// tracker of what runs); a call goes through the steps of pipeline.go, in
+// a pooled worker or a Session's; the runtime is its runtimeKeeper's.
 type Supervisor struct {
 	cfg     Config
 	log     *zap.Logger
@@ -204,18 +197,13 @@ type Supervisor struct {
 	// starts, and admits no call once Close has begun: Close waits for it.
 	wg tracker
 
-	prepMu   sync.Mutex
-	prepared *preparation                 // the last preparation of the runtime; guarded by prepMu
-	prep     chan struct{}                // held while the runtime is being prepared or repaired
-	rt       atomic.Pointer[runtimeFiles] // set once prepared, before the pool begins; replaced by repair
-	bridge   *bridge.Server
-	pkgs     *installer // set with rt
-	run      *runDir    // set with the bridge: this server's temporary files
-	launch   launcher   // starts worker processes
-	pool     *pool
-	learn    *learner
-	remaking atomic.Bool // the snapshot is being remade
-	memOnce  sync.Once   // the first worker's memory has been read
+	runtime *runtimeKeeper // prepares, repairs and hands out the runtime
+	bridge  *bridge.Server // set by the runtime's first build
+	run     *runDir        // set with the bridge: this server's temporary files
+	launch  launcher       // starts worker processes
+	pool    *pool
+	learn   *learner
+	memOnce sync.Once // the first worker's memory has been read
 
 	sessionsMu sync.Mutex
 	sessions   map[*Session]struct{} // live sessions
@@ -240,13 +228,14 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 		log:    log,
 		ctx:    ctx,
 		cancel: cancel,
-		prep:   make(chan struct{}, 1),
 
 		sessions: map[*Session]struct{}{},
 	}
 	for _, m := range cfg.Mounts {
 		s.mounts = append(s.mounts, mount.Pin(m))
 	}
+	s.runtime = &runtimeKeeper{ctx: ctx, wg: &s.wg, log: log, turn: make(chan struct{}, 1),
+		build: s.buildRuntime, started: s.runtimeStarted, rebuild: s.rebuildRuntime, remake: s.remakeSnapshot}
 	s.learn = newLearner()
 	s.metrics = newMetrics(s, cfg.Metrics, log)
 	s.launch = platformLauncher(cfg.MemoryLimit)
@@ -338,7 +327,7 @@ func (s *Supervisor) Start(ctx context.Context) {
 		return
 	}
 	defer s.wg.leave()
-	_, _ = s.preparing()
+	_, _ = s.runtime.preparing()
 }
 
 // Warmup prepares everything a first call needs (runtime files, Pyodide, the
@@ -350,33 +339,8 @@ func (s *Supervisor) Warmup(ctx context.Context, progress func(step string)) err
 		return errClosed
 	}
 	defer s.wg.leave()
-	_, err := s.ensure(ctx, progress)
+	_, err := s.runtime.ensure(ctx, progress)
 	return err
-}
-
-// repair rebuilds a runtime that lost what, a file it needs (a cleaner of
-// caches, or a user, removed it under the running server), unless another
-// start has already. Until it is done, workers wait for it rather than fail.
-func (s *Supervisor) repair(ctx context.Context, broken *runtimeFiles, what string) (*runtimeFiles, error) {
-	select {
-	case s.prep <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for the runtime: %w", ctx.Err())
-	}
-	defer func() { <-s.prep }()
-	if rt := s.rt.Load(); rt != broken {
-		return rt, nil
-	}
-	s.log.Warn("a file of the Python runtime is gone; rebuilding the runtime", zap.String("missing", what))
-	progress := func(step string) { s.log.Info(step) }
-	rt, err := s.prepare(ctx, progress)
-	if err != nil {
-		return nil, fmt.Errorf("%w (%s) and cannot be rebuilt: %w", errRuntimeGone, what, err)
-	}
-	rt = s.withDeps(ctx, rt, progress)
-	s.rt.Store(rt)
-	s.log.Info("the Python runtime is rebuilt")
-	return rt, nil
 }
 
 // Run runs a call in a fresh interpreter. Failures of the code itself, its
@@ -387,233 +351,7 @@ func (s *Supervisor) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, errClosed
 	}
 	defer s.wg.leave()
-	return s.serve(ctx, req, nil)
-}
-
-// serve runs a call in a fresh interpreter, or in ss's when ss is not nil.
-func (s *Supervisor) serve(ctx context.Context, req Request, ss *Session) (res Result, err error) {
-	start := time.Now()
-	defer func() {
-		status := string(res.Status)
-		if err != nil {
-			status = "error"
-		}
-		s.metrics.calls.WithLabelValues(status).Inc()
-		s.metrics.duration.Observe(time.Since(start).Seconds())
-	}()
-	code, onLine := req.Code, req.OnLine
-	// The installs' warnings (extras a package does not declare) open the
-	// call's output. The downloads' goroutines send progress at once, and
-	// OnLine is promised one line at a time.
-	var warnings []string
-	var installMu sync.Mutex
-	installOut := func(l Line) {
-		installMu.Lock()
-		defer installMu.Unlock()
-		if l.Stream == Stderr {
-			warnings = append(warnings, l.Text)
-		}
-		if onLine != nil {
-			onLine(l)
-		}
-	}
-	if s.cfg.CodeLimit > 0 && len(code) > s.cfg.CodeLimit {
-		return Result{}, fmt.Errorf("%w: %d bytes, over the limit of %d bytes (%s); send shorter code",
-			ErrCodeTooLarge, len(code), s.cfg.CodeLimit, humanize.IBytes(uint64(s.cfg.CodeLimit)))
-	}
-	script, fromScript, err := packages.FromCode(code)
-	if err != nil {
-		return installError(nil, err, onLine), nil
-	}
-	if _, err := s.ensure(ctx, nil); err != nil {
-		return Result{}, err
-	}
-	// One time limit for the whole call: fetching, installing and running
-	// together. Only the wait for a free worker does not count.
-	limit := s.newDeadline(start)
-
-	// The files of a script's dependencies are ready before a worker is
-	// taken, so a failed install costs no interpreter. A session remembers
-	// what it has installed.
-	installed := s.preinstalled()
-	if ss != nil {
-		installed = ss.installed
-	}
-	fetchCtx, cancel := limit.context(ctx)
-	wheels, err := s.pkgs.files(fetchCtx, script, installed, installOut)
-	cancel()
-	if err != nil {
-		return s.installFailed(ctx, limit, phaseFetch, script, err, onLine)
-	}
-	w := ss.worker()
-	if w == nil {
-		rt := s.rt.Load()
-		kind := ""
-		if fromScript {
-			kind = s.learnUse(rt, wheels)
-		} else {
-			kind = s.learnedGuess(rt, code)
-		}
-		if w, err = s.takeWorkerWithin(ctx, limit, req.Principal, kind); err != nil {
-			return Result{}, err
-		}
-		defer func() {
-			if w != nil {
-				s.pool.retire(w)
-			}
-		}()
-	}
-	// A worker of a learned set has its packages installed already.
-	wheels = slices.DeleteFunc(wheels, func(wh bridge.Wheel) bool { return w.installed[wh.Name] })
-	installCtx, cancel := limit.context(ctx)
-	defer func() { cancel() }()
-	reqs := script
-	if !fromScript {
-		var phase string
-		reqs, phase, err = s.installImports(installCtx, w, wheels, code, installed, installOut, ss == nil)
-		if errors.Is(err, errUnfit) {
-			// The guess was wrong: the rounds again, on a plain worker.
-			s.log.Debug("a learned set's worker does not fit the call", zap.String("set", w.kind))
-			s.pool.retire(w)
-			w = nil
-			if w, err = s.takeWorkerWithin(ctx, limit, req.Principal, ""); err != nil {
-				return Result{}, err
-			}
-			cancel()
-			installCtx, cancel = limit.context(ctx)
-			reqs, phase, err = s.installImports(installCtx, w, wheels, code, installed, installOut, ss == nil)
-		}
-		if err != nil {
-			if phase == phaseImports && !limit.passed() {
-				return Result{}, err
-			}
-			return s.installFailed(ctx, limit, phase, reqs, err, onLine)
-		}
-		wheels = nil
-	}
-	if len(wheels) > 0 {
-		if err := w.conn.Install(installCtx, wheels); err != nil {
-			return s.installFailed(ctx, limit, phaseInstall, reqs, err, onLine)
-		}
-	}
-	if ss == nil || !ss.mounted {
-		if err := s.putMounts(installCtx, w); err != nil {
-			return Result{}, err
-		}
-		if ss != nil {
-			ss.mounted = true
-		}
-	}
-	run := bridge.RunRequest{Code: code, Globals: req.Globals, Watch: s.watched(), FilesLimit: s.cfg.FilesLimit}
-	res, files, err := s.call(ctx, w, run, limit, onLine)
-	if res.Status == StatusRunError {
-		res.Error = withNote(res.Error, s.pkgs.missingPackageNote(res.Error, code, script, fromScript))
-	}
-	res.Dependencies = packages.WithoutPython(reqs)
-	if len(warnings) > 0 {
-		res.Output = append(warnings, res.Output...)
-	}
-	if err == nil {
-		s.takeFiles(ctx, &res, files, onLine)
-	}
-	return res, err
-}
-
-// installFailed turns an install failure into the call's result, unless the
-// call itself was cancelled. A failure because the call's time ran out in
-// phase says so.
-func (s *Supervisor) installFailed(ctx context.Context, limit *deadline, phase string, reqs []string, err error, onLine func(Line)) (Result, error) {
-	if ctx.Err() != nil {
-		return Result{}, fmt.Errorf("call cancelled: %w", context.Cause(ctx))
-	}
-	if limit.passed() {
-		err = fmt.Errorf("TimeoutError: the call did not finish within %s: its time ran out while %s", s.cfg.Timeout, phase)
-	}
-	s.log.Warn("cannot install packages", zap.Strings("requirements", reqs), zap.Error(err))
-	return installError(reqs, err, onLine), nil
-}
-
-// takeWorkerWithin takes a warm worker of kind (see takeWorker); the call's
-// time limit stops while it waits.
-func (s *Supervisor) takeWorkerWithin(ctx context.Context, limit *deadline, principal, kind string) (*worker, error) {
-	waited := time.Now()
-	w, err := s.takeWorker(ctx, principal, kind)
-	limit.extend(time.Since(waited))
-	return w, err
-}
-
-// installImports installs onto w the --deps files it lacks, then what
-// code's imports need (see [installer.fromImports]), and returns the
-// requirements. --deps go first: what they bring is then importable, not
-// inferred.
-//
-// On a worker of a learned set the lines go out only once the set proved
-// to fit: a worker that does not fit (errUnfit) leaves nothing in the
-// call's output. With learn (a fresh interpreter's call, not a session's),
-// the set the rounds made counts toward learning it.
-func (s *Supervisor) installImports(ctx context.Context, w *worker, deps []bridge.Wheel, code string, installed map[string]bool, out func(Line), learn bool) ([]string, string, error) {
-	if len(deps) > 0 {
-		if err := w.conn.Install(ctx, deps); err != nil {
-			return nil, phaseInstall, err
-		}
-	}
-	inf := &inference{}
-	var held []Line
-	var heldMu sync.Mutex
-	onLine := out
-	if w.kind != "" {
-		if inf = s.learn.inference(w.kind); inf == nil {
-			return nil, phaseImports, errUnfit
-		}
-		onLine = func(l Line) {
-			heldMu.Lock()
-			defer heldMu.Unlock()
-			held = append(held, l)
-		}
-	}
-	reqs, phase, err := s.pkgs.fromImports(ctx, w, code, installed, onLine, inf)
-	if errors.Is(err, errUnfit) {
-		return reqs, phase, err
-	}
-	for _, l := range held {
-		out(l)
-	}
-	if err == nil && learn {
-		s.learnInferred(s.rt.Load(), inf)
-	}
-	return reqs, phase, err
-}
-
-// pingTimeout bounds how long a warm worker may take to answer before it
-// gets a call. An idle interpreter answers in well under a millisecond; a
-// loaded machine can delay it by tens; a frozen or wedged worker never does.
-const pingTimeout = time.Second
-
-// takeWorker takes a warm worker that proves it is alive: one that does not
-// answer at once (stopped, wedged) is replaced, and the call goes to the
-// next. Each try takes a different worker, so a pool of frozen workers
-// costs a call at most one pingTimeout a worker.
-func (s *Supervisor) takeWorker(ctx context.Context, principal, kind string) (*worker, error) {
-	for try := 0; ; try++ {
-		w, err := s.pool.acquire(ctx, principal, kind)
-		if err != nil {
-			return nil, err
-		}
-		waited, err := s.awaitRestore(ctx, w)
-		if err == nil && !waited {
-			pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
-			err = w.conn.Ping(pingCtx)
-			cancel()
-		}
-		if err == nil {
-			return w, nil
-		}
-		if ctx.Err() != nil || try >= s.cfg.Workers {
-			s.pool.retire(w)
-			return nil, fmt.Errorf("no worker answered: %w", err)
-		}
-		s.pool.discard(w, err)
-	}
+	return s.serve(ctx, req, pooled{s})
 }
 
 // Health reports the pool's state, for readiness checks.

@@ -11,10 +11,6 @@ import (
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 )
 
-// DefaultToolCalls is how many tool calls one run may make when
-// Config.ToolCalls is 0.
-const DefaultToolCalls = 1000
-
 // toolReplyTimeout bounds the write of one answer to a worker: the run may
 // have ended, and its connection with it.
 const toolReplyTimeout = 5 * time.Second
@@ -35,7 +31,7 @@ var errRunEnded = errors.New("the run ended")
 type toolRelay struct {
 	tools Tools
 	conn  *bridge.Conn
-	limit int // calls a run may make; negative for no limit
+	limit int // calls a run may make; 0 for no limit
 	ctx   context.Context
 	stop  context.CancelCauseFunc
 
@@ -72,7 +68,7 @@ func (r *toolRelay) spec() json.RawMessage {
 // a time.
 func (r *toolRelay) handle(c bridge.ToolCall) {
 	r.made++
-	over := r.limit >= 0 && r.made > r.limit
+	over := r.limit > 0 && r.made > r.limit
 	select {
 	case r.inFlight <- struct{}{}:
 	case <-r.ctx.Done():

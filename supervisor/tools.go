@@ -41,3 +41,12 @@ type ToolResult struct {
 	Text       string
 	IsError    bool // the tool reported a failure, explained by Text
 }
+
+// runnerModules are the top-level modules that workers' runners make
+// themselves, which no package provides: mcp_tools in code mode.
+func (s *Supervisor) runnerModules() map[string]bool {
+	if s.cfg.Tools == nil {
+		return nil
+	}
+	return map[string]bool{"mcp_tools": true}
+}

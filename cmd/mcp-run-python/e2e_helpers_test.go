@@ -32,7 +32,7 @@ import (
 
 var (
 	update     = flag.Bool("update", false, "rewrite the golden files under testdata/e2e and testdata/toolsnaps")
-	orderCalls = flag.Int("e2e.order-calls", 100, "calls per transport of the logging order test (each call boots a fresh worker: about 0.6 CPU-seconds)")
+	orderCalls = flag.Int("e2e.order-calls", 24, "calls per transport of the logging order test (each call boots a fresh worker: about 0.6 CPU-seconds)")
 )
 
 // quietLog drops the client transports' own log (such as "listening to

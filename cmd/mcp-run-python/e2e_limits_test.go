@@ -1,10 +1,11 @@
 package main_test
 
-// Hostile load on the front end (docs/SECURITY.md has the figures): each
-// test reproduces an attack on the real binary, over loopback only and at a
-// scale that runs in seconds on two cores, and checks that it meets a clear
-// error or a bounded cost while a normal client's initialize and 1+1 are
-// served within a second.
+// Hostile load on the front end (docs/SECURITY.md has the figures): one
+// test per transport runs the attacks on the real binary, over loopback
+// only and at a scale that runs in seconds on two cores, and checks that
+// each meets a clear error or a bounded cost while a normal client's
+// initialize and 1+1 are served within a second. The attacks in full, and
+// their timing, are the unit twins' in internal/transport.
 //
 //	go test ./cmd/mcp-run-python/ -run E2ELimits -count=1 -v
 
@@ -95,9 +96,10 @@ func waitMetric(t *testing.T, tg *target, series string, within time.Duration, o
 	}
 }
 
-// keepActive pings c every 300 ms until the test ends, as a client in a
-// conversation does, so that the idle timeout does not end its session.
-func keepActive(t *testing.T, c *e2eClient) {
+// keepActive pings c every 300 ms until the test ends, or until the
+// function it returns is called, as a client in a conversation does, so
+// that the idle timeout does not end its session.
+func keepActive(t *testing.T, c *e2eClient) (stopPinging func()) {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -118,7 +120,9 @@ func keepActive(t *testing.T, c *e2eClient) {
 			}
 		}
 	}()
-	t.Cleanup(func() { stop(); <-done })
+	stopPinging = func() { stop(); <-done }
+	t.Cleanup(stopPinging)
+	return stopPinging
 }
 
 // wantRefusal checks a JSON-RPC error response: its status, code and that
@@ -144,54 +148,6 @@ func (zeros) Read(p []byte) (int, error) {
 		p[i] = 'x'
 	}
 	return len(p), nil
-}
-
-// TestE2ELimitsLargeBody: a 50 MB POST to every MCP endpoint gets 413 after
-// at most the request limit has been read, whether its length is declared
-// or not; the server's memory barely moves.
-func TestE2ELimitsLargeBody(t *testing.T) {
-	s := setup(t)
-	const size = 50 << 20
-	for _, mode := range []string{modeStateful, modeStateless, modeSSE} {
-		t.Run(mode, func(t *testing.T) {
-			tg := startTarget(t, s, mode, "--workers", "1")
-			tg.waitFor(t, "/metrics", `mcp_run_python_workers{state="warm"} 1`)
-			path := "/mcp"
-			if mode == modeSSE {
-				path = "/messages?sessionId=any"
-			}
-			before := rssOf(t, tg.cmd.Process.Pid)
-			for _, declared := range []bool{false, true} {
-				body := io.MultiReader(strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_python_code","arguments":{"python_code":"`),
-					io.LimitReader(zeros{}, size))
-				req, err := http.NewRequestWithContext(testCtx(t), http.MethodPost, tg.url+path, body)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if declared {
-					req.ContentLength = size + 100
-				}
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Accept", "application/json, text/event-stream")
-				start := time.Now()
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatalf("POST %d MB (length declared: %v): %v", size>>20, declared, err)
-				}
-				got, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				wantRefusal(t, fmt.Sprintf("POST %d MB (length declared: %v)", size>>20, declared), resp.StatusCode, got,
-					http.StatusRequestEntityTooLarge, -32600, "--request-limit")
-				t.Logf("length declared %v: 413 after %v", declared, time.Since(start).Round(time.Millisecond))
-			}
-			after := rssOf(t, tg.cmd.Process.Pid)
-			t.Logf("server RSS %d MiB before, %d MiB after", before>>20, after>>20)
-			if grew := after - before; grew > 48<<20 {
-				t.Errorf("the server's RSS grew by %d MiB for a refused body", grew>>20)
-			}
-			servedWithin(t, tg, "after the large bodies")
-		})
-	}
 }
 
 // testCtx returns a context that ends with the test, after startTimeout at
@@ -338,16 +294,146 @@ func slowClient(ctx context.Context, addr string, body bool, opened *atomic.Int6
 	}
 }
 
-// TestE2ELimitsSlowConnections: connections that send their requests a
-// byte at a time, and open again when dropped. 100 of them, under the cap
-// of 150, are dropped at the read timeout; 400 more are held under the cap
-// by closing the longest waiting for newer ones. A normal client is served
-// within a second throughout.
-func TestE2ELimitsSlowConnections(t *testing.T) {
+// The limits of the HTTP modes, one server each. The unit twins in
+// internal/transport (TestLargeBodyEveryMode, TestOriginEveryEndpoint,
+// TestSlowConnectionFlood, TestMCPSessionFlood, TestSSEStreamFlood) run
+// every attack, its edge cases and its timing, under testing/synctest;
+// these check, on the real binary over real sockets, that each flag
+// reaches its limit, what the server's memory does, and that a normal
+// client is served meanwhile.
+const (
+	e2eAllowedOrigin = "https://app.example"
+	e2eIdle          = 2 * time.Second // --mcp-session-idle and --read-timeout
+)
+
+// e2eLimitFlags are the front-end limits of the servers of the HTTP tests;
+// two workers, so that a normal client's call finds one warm while the
+// other is replaced after the previous call.
+func e2eLimitFlags(extra ...string) []string {
+	return append([]string{"--workers", "2", "--allow-origin", e2eAllowedOrigin,
+		"--mcp-session-idle", e2eIdle.String(), "--read-timeout", e2eIdle.String()}, extra...)
+}
+
+// largeBodyRefused posts a 50 MB body, chunked, to path: it gets 413 after
+// at most the request limit has been read, and the server's memory barely
+// moves.
+func largeBodyRefused(t *testing.T, tg *target, path string) {
+	t.Helper()
+	const size = 50 << 20
+	before := rssOf(t, tg.cmd.Process.Pid)
+	body := io.MultiReader(strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_python_code","arguments":{"python_code":"`),
+		io.LimitReader(zeros{}, size))
+	req, err := http.NewRequestWithContext(testCtx(t), http.MethodPost, tg.url+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST %d MB: %v", size>>20, err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	wantRefusal(t, fmt.Sprintf("POST %d MB", size>>20), resp.StatusCode, got, http.StatusRequestEntityTooLarge, -32600, "--request-limit")
+	after := rssOf(t, tg.cmd.Process.Pid)
+	t.Logf("a %d MB body: server RSS %d MiB before, %d MiB after", size>>20, before>>20, after>>20)
+	if grew := after - before; grew > 48<<20 {
+		t.Errorf("the server's RSS grew by %d MiB for a refused body", grew>>20)
+	}
+}
+
+// foreignPagesRefused checks that a foreign page (Origin) and a rebound
+// name (Host) get 403 on path and on /metrics, and that the preflight of
+// the --allow-origin page to preflight gets its CORS answer.
+func foreignPagesRefused(t *testing.T, tg *target, method, path, preflight string) {
+	t.Helper()
+	for _, r := range []struct{ method, path string }{{method, path}, {http.MethodGet, "/metrics"}} {
+		for _, tt := range []struct{ name, origin, host string }{
+			{"foreign page", "https://evil.example", ""},
+			{"rebound name", "", "evil.example:3001"},
+		} {
+			req, _ := http.NewRequestWithContext(testCtx(t), r.method, tg.url+r.path, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+			req.Header.Set("Content-Type", "application/json")
+			if tt.origin != "" {
+				req.Header.Set("Origin", tt.origin)
+			}
+			if tt.host != "" {
+				req.Host = tt.host
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("%s %s %s: %v", tt.name, r.method, r.path, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			wantRefusal(t, tt.name+" "+r.path, resp.StatusCode, body, http.StatusForbidden, -32000, "Forbidden")
+		}
+	}
+	req, _ := http.NewRequestWithContext(testCtx(t), http.MethodOptions, tg.url+preflight, nil)
+	req.Header.Set("Origin", e2eAllowedOrigin)
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	req.Header.Set("Access-Control-Request-Headers", "content-type")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get("Access-Control-Allow-Origin"); resp.StatusCode >= 300 || got != e2eAllowedOrigin {
+		t.Errorf("preflight from %s: %d, Access-Control-Allow-Origin %q", e2eAllowedOrigin, resp.StatusCode, got)
+	}
+}
+
+// TestE2ELimitsStreamableHTTP: Streamable HTTP with sessions. Past
+// --max-mcp-sessions an initialize gets 503 with its ID while a live
+// session is kept, and the idle ones end after --mcp-session-idle.
+// Meanwhile slow connections, 20 under --max-connections 30, are dropped at
+// --read-timeout; then 40 more are held under the cap by closing the
+// longest waiting for newer ones, while a normal client is served within a
+// second.
+func TestE2ELimitsStreamableHTTP(t *testing.T) {
 	s := setup(t)
-	const max, few, many, readTimeout = 150, 100, 400, 2 * time.Second
-	tg := startTarget(t, s, modeStateful, "--workers", "2", "--max-connections", strconv.Itoa(max), "--read-timeout", readTimeout.String())
+	const maxSessions, attempts = 4, 6
+	const maxConns, few, many = 30, 20, 40
+	tg := startTarget(t, s, modeStateful, e2eLimitFlags("--max-mcp-sessions", strconv.Itoa(maxSessions),
+		"--max-connections", strconv.Itoa(maxConns))...)
 	tg.waitFor(t, "/metrics", `mcp_run_python_workers{state="warm"} 2`)
+	largeBodyRefused(t, tg, "/mcp")
+	foreignPagesRefused(t, tg, http.MethodPost, "/mcp", "/mcp")
+
+	live := tg.connect(t)
+	stopPinging := keepActive(t, live)
+	var sessions []string
+	refused := 0
+	for i := range attempts {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"flood","version":"1"}}}`, 1000+i)
+		req, _ := http.NewRequestWithContext(testCtx(t), http.MethodPost, tg.url+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("initialize: %v", err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			sessions = append(sessions, resp.Header.Get("Mcp-Session-Id"))
+			continue
+		}
+		refused++
+		wantRefusal(t, "initialize past the cap", resp.StatusCode, got, http.StatusServiceUnavailable, -32000, "--max-mcp-sessions")
+		if !strings.Contains(string(got), fmt.Sprintf(`"id":%d`, 1000+i)) || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("refusal without the request's ID or Retry-After: %q", got)
+		}
+	}
+	if want := attempts - (maxSessions - 1); refused != want {
+		t.Errorf("%d of %d initialize refused, want %d (the live client holds one session)", refused, attempts, want)
+	}
+	timedWorks(t, live, "the live client at the session cap")
+
+	// Slow connections under the cap, while the idle sessions expire: the
+	// live client's connection is not among those closed for newer ones
+	// until the cap is reached.
 	before := rssOf(t, tg.cmd.Process.Pid)
 	addr := strings.TrimPrefix(tg.url, "http://")
 	ctx, stop := context.WithCancel(context.Background())
@@ -359,29 +445,42 @@ func TestE2ELimitsSlowConnections(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { stop(); wg.Wait() })
-
+	attackStart := time.Now()
 	attack(few)
-	waitMetric(t, tg, "mcp_run_python_http_connections", startTimeout, func(v float64) bool { return v >= few })
-	servedWithin(t, tg, fmt.Sprintf("among %d slow connections", few))
-	took := waitMetric(t, tg, `mcp_run_python_http_rejected_total{reason="read_timeout"}`, readTimeout+5*time.Second,
-		func(v float64) bool { return v > 0 })
-	servedWithin(t, tg, fmt.Sprintf("among %d slow connections, after the read timeout", few))
 
-	attack(many)
-	waitMetric(t, tg, "mcp_run_python_http_connections", startTimeout, func(v float64) bool { return v >= max-1 })
-	for i := range 3 {
-		time.Sleep(700 * time.Millisecond) // let the attack go on between the checks
-		servedWithin(t, tg, fmt.Sprintf("check %d among %d slow connections", i+1, few+many))
+	took := waitMetric(t, tg, "mcp_run_python_mcp_sessions", e2eIdle+5*time.Second, func(v float64) bool { return v == 1 })
+	t.Logf("%d initialize: %d sessions, %d refused; the idle ones ended %v later", attempts, len(sessions), refused, took.Round(100*time.Millisecond))
+	if len(sessions) > 0 {
+		req, _ := http.NewRequestWithContext(testCtx(t), http.MethodPost, tg.url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Mcp-Session-Id", sessions[0])
+		req.Header.Set("Mcp-Protocol-Version", e2eProtocol)
+		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusNotFound {
+			t.Errorf("a request on an expired session: %v %v, want 404", resp, err)
+		} else {
+			resp.Body.Close()
+		}
 	}
+	timedWorks(t, live, "the live client after the idle sessions ended")
+	waitMetric(t, tg, `mcp_run_python_http_rejected_total{reason="read_timeout"}`, e2eIdle+5*time.Second,
+		func(v float64) bool { return v > 0 })
+	timedOut := time.Since(attackStart)
+
+	// Its idle keep-alive connection would be among those closed for the
+	// slow ones, under a ping.
+	stopPinging()
+	_ = live.Close()
+	attack(many)
+	waitMetric(t, tg, "mcp_run_python_http_connections", startTimeout, func(v float64) bool { return v >= maxConns-1 })
+	servedWithin(t, tg, fmt.Sprintf("among %d slow connections", few+many))
 	open := metric(t, tg, "mcp_run_python_http_connections")
 	evicted := metric(t, tg, `mcp_run_python_http_rejected_total{reason="connection_evicted"}`)
-	timedOut := metric(t, tg, `mcp_run_python_http_rejected_total{reason="read_timeout"}`)
 	after := rssOf(t, tg.cmd.Process.Pid)
-	t.Logf("%d slow connections opened; the first bodies timed out %v after they filled the server; at the end %v open (cap %d), "+
-		"%v closed for newer ones, %v bodies timed out; server RSS %d MiB before, %d MiB after",
-		opened.Load(), took.Round(100*time.Millisecond), open, max, evicted, timedOut, before>>20, after>>20)
-	if open > max {
-		t.Errorf("%v connections open, over the cap of %d", open, max)
+	t.Logf("%d slow connections opened; the first bodies timed out within %v of the attack's start; %v open (cap %d), "+
+		"%v closed for newer ones; server RSS %d MiB before, %d MiB after",
+		opened.Load(), timedOut.Round(100*time.Millisecond), open, maxConns, evicted, before>>20, after>>20)
+	if open > maxConns {
+		t.Errorf("%v connections open, over the cap of %d", open, maxConns)
 	}
 	if evicted == 0 {
 		t.Errorf("no connection closed for a newer one: the attack did not reach the cap")
@@ -389,6 +488,17 @@ func TestE2ELimitsSlowConnections(t *testing.T) {
 	if grew := after - before; grew > 64<<20 {
 		t.Errorf("the server's RSS grew by %d MiB under slow connections", grew>>20)
 	}
+}
+
+// TestE2ELimitsStreamableHTTPStateless: Streamable HTTP without sessions
+// refuses a large body and foreign pages.
+func TestE2ELimitsStreamableHTTPStateless(t *testing.T) {
+	s := setup(t)
+	tg := startTarget(t, s, modeStateless, e2eLimitFlags()...)
+	tg.waitFor(t, "/metrics", `mcp_run_python_workers{state="warm"} 2`)
+	largeBodyRefused(t, tg, "/mcp")
+	foreignPagesRefused(t, tg, http.MethodPost, "/mcp", "/mcp")
+	servedWithin(t, tg, "after the large body")
 }
 
 // openStreams opens n SSE streams at url at once and returns how many were
@@ -427,180 +537,35 @@ func openStreams(t *testing.T, url string, n int) (refused int, ended <-chan str
 	return refused, ends
 }
 
-// TestE2ELimitsIdleSSEStreams: 150 idle SSE streams against a cap of 100
-// sessions: the streams past the cap get 503, a live client keeps being
-// served, and the idle ones are closed after --mcp-session-idle.
-func TestE2ELimitsIdleSSEStreams(t *testing.T) {
+// TestE2ELimitsSSE: the SSE transport refuses a large body and foreign
+// pages; past --max-mcp-sessions a stream gets 503, a live client keeps
+// being served, and the idle streams are closed after
+// --mcp-session-idle.
+func TestE2ELimitsSSE(t *testing.T) {
 	s := setup(t)
-	const max, streams, idle = 100, 150, 2 * time.Second
-	tg := startTarget(t, s, modeSSE, "--workers", "2", "--max-mcp-sessions", strconv.Itoa(max), "--mcp-session-idle", idle.String())
+	const max, streams = 4, 6
+	tg := startTarget(t, s, modeSSE, e2eLimitFlags("--max-mcp-sessions", strconv.Itoa(max))...)
 	tg.waitFor(t, "/metrics", `mcp_run_python_workers{state="warm"} 2`)
+	largeBodyRefused(t, tg, "/messages?sessionId=any")
+	foreignPagesRefused(t, tg, http.MethodGet, "/sse", "/messages")
+
 	live := tg.connect(t)
 	keepActive(t, live)
-	before := rssOf(t, tg.cmd.Process.Pid)
-
 	start := time.Now()
 	refused, ended := openStreams(t, tg.url, streams)
 	if want := streams - (max - 1); refused != want {
 		t.Errorf("%d of %d streams refused, want %d (the live client holds one session)", refused, streams, want)
 	}
-	if n := metric(t, tg, "mcp_run_python_mcp_sessions"); n != max {
-		t.Errorf("%v sessions, want the cap, %d", n, max)
-	}
 	timedWorks(t, live, "the live client among idle streams")
 	for range max - 1 {
 		select {
 		case <-ended:
-		case <-time.After(idle + 5*time.Second):
+		case <-time.After(e2eIdle + 5*time.Second):
 			t.Fatalf("idle streams still open %v after they were opened", time.Since(start))
 		}
 	}
-	closedAfter := time.Since(start)
+	t.Logf("%d streams: %d refused, %d closed when idle after %v", streams, refused, max-1, time.Since(start).Round(100*time.Millisecond))
 	waitMetric(t, tg, "mcp_run_python_mcp_sessions", startTimeout, func(v float64) bool { return v == 1 })
-	after := rssOf(t, tg.cmd.Process.Pid)
-	t.Logf("%d streams: %d refused, %d closed when idle after %v; server RSS %d MiB before, %d MiB after",
-		streams, refused, max-1, closedAfter.Round(100*time.Millisecond), before>>20, after>>20)
 	timedWorks(t, live, "the live client after the idle streams ended")
 	servedWithin(t, tg, "a new client after the idle streams ended")
-}
-
-// TestE2ELimitsMCPSessions: 80 sessions opened and left against a cap of 50:
-// initialize past the cap gets 503 with its ID, a live session is never
-// evicted, and the idle ones end after --mcp-session-idle.
-func TestE2ELimitsMCPSessions(t *testing.T) {
-	s := setup(t)
-	const max, attempts, idle = 50, 80, 2 * time.Second
-	tg := startTarget(t, s, modeStateful, "--workers", "2", "--max-mcp-sessions", strconv.Itoa(max), "--mcp-session-idle", idle.String())
-	tg.waitFor(t, "/metrics", `mcp_run_python_workers{state="warm"} 2`)
-	live := tg.connect(t)
-	keepActive(t, live)
-
-	var mu sync.Mutex
-	var sessions []string
-	refused := 0
-	var wg sync.WaitGroup
-	for i := range attempts {
-		wg.Go(func() {
-			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"flood","version":"1"}}}`, 1000+i)
-			req, _ := http.NewRequestWithContext(testCtx(t), http.MethodPost, tg.url+"/mcp", strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Errorf("initialize: %v", err)
-				return
-			}
-			got, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			mu.Lock()
-			defer mu.Unlock()
-			if resp.StatusCode == http.StatusOK {
-				sessions = append(sessions, resp.Header.Get("Mcp-Session-Id"))
-				return
-			}
-			refused++
-			wantRefusal(t, "initialize past the cap", resp.StatusCode, got, http.StatusServiceUnavailable, -32000, "--max-mcp-sessions")
-			if !strings.Contains(string(got), fmt.Sprintf(`"id":%d`, 1000+i)) || resp.Header.Get("Retry-After") == "" {
-				t.Errorf("refusal without the request's ID or Retry-After: %q", got)
-			}
-		})
-	}
-	wg.Wait()
-	if want := attempts - (max - 1); refused != want {
-		t.Errorf("%d of %d initialize refused, want %d (the live client holds one session)", refused, attempts, want)
-	}
-	if n := metric(t, tg, "mcp_run_python_mcp_sessions"); n != max {
-		t.Errorf("%v sessions, want the cap, %d", n, max)
-	}
-	timedWorks(t, live, "the live client at the session cap")
-	took := waitMetric(t, tg, "mcp_run_python_mcp_sessions", idle+5*time.Second, func(v float64) bool { return v == 1 })
-	t.Logf("%d initialize: %d sessions, %d refused; the idle ones ended %v later", attempts, len(sessions), refused, took.Round(100*time.Millisecond))
-	if len(sessions) > 0 {
-		req, _ := http.NewRequestWithContext(testCtx(t), http.MethodPost, tg.url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Mcp-Session-Id", sessions[0])
-		req.Header.Set("Mcp-Protocol-Version", e2eProtocol)
-		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusNotFound {
-			t.Errorf("a request on an expired session: %v %v, want 404", resp, err)
-		} else {
-			resp.Body.Close()
-		}
-	}
-	timedWorks(t, live, "the live client after the idle sessions ended")
-	servedWithin(t, tg, "a new client after the idle sessions ended")
-}
-
-// TestE2ELimitsOriginAndHost: every endpoint refuses a foreign web page
-// (Origin) and a rebound name (Host) with 403, and serves local pages and
-// those of --allow-origin.
-func TestE2ELimitsOriginAndHost(t *testing.T) {
-	s := setup(t)
-	const allowed = "https://app.example"
-	for _, mode := range []string{modeStateful, modeSSE} {
-		t.Run(mode, func(t *testing.T) {
-			tg := startTarget(t, s, mode, "--workers", "1", "--allow-origin", allowed)
-			type request struct{ method, path string }
-			requests := []request{{"GET", "/healthz"}, {"GET", "/readyz"}, {"GET", "/metrics"}}
-			if mode == modeSSE {
-				requests = append(requests, request{"GET", "/sse"}, request{"POST", "/messages?sessionId=any"})
-			} else {
-				requests = append(requests, request{"POST", "/mcp"}, request{"GET", "/mcp"})
-			}
-			tests := []struct {
-				name, origin, host string
-				forbidden          bool
-			}{
-				{"foreign page", "https://evil.example", "", true},
-				{"rebound name", "", "evil.example:3001", true},
-				{"program", "", "", false},
-				{"local page", "http://localhost:5173", "", false},
-				{"allowed page", allowed, "", false},
-			}
-			for _, tt := range tests {
-				for _, r := range requests {
-					ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-					req, _ := http.NewRequestWithContext(ctx, r.method, tg.url+r.path, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-					req.Header.Set("Content-Type", "application/json")
-					if tt.origin != "" {
-						req.Header.Set("Origin", tt.origin)
-					}
-					if tt.host != "" {
-						req.Host = tt.host
-					}
-					resp, err := http.DefaultClient.Do(req)
-					if err != nil {
-						cancel()
-						t.Fatalf("%s %s %s: %v", tt.name, r.method, r.path, err)
-					}
-					if forbidden := resp.StatusCode == http.StatusForbidden; forbidden != tt.forbidden {
-						t.Errorf("%s: %s %s: %d, want forbidden: %v", tt.name, r.method, r.path, resp.StatusCode, tt.forbidden)
-					}
-					if tt.forbidden {
-						body, _ := io.ReadAll(resp.Body)
-						wantRefusal(t, tt.name+" "+r.path, resp.StatusCode, body, http.StatusForbidden, -32000, "Forbidden")
-					}
-					resp.Body.Close() // streams too: cancel ends them
-					cancel()
-				}
-			}
-			// A browser asks before a cross-origin POST; the allowed page
-			// gets the CORS answer it needs.
-			path := "/mcp"
-			if mode == modeSSE {
-				path = "/messages"
-			}
-			req, _ := http.NewRequest(http.MethodOptions, tg.url+path, nil)
-			req.Header.Set("Origin", allowed)
-			req.Header.Set("Access-Control-Request-Method", "POST")
-			req.Header.Set("Access-Control-Request-Headers", "content-type")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if got := resp.Header.Get("Access-Control-Allow-Origin"); resp.StatusCode >= 300 || got != allowed {
-				t.Errorf("preflight from %s: %d, Access-Control-Allow-Origin %q", allowed, resp.StatusCode, got)
-			}
-		})
-	}
 }

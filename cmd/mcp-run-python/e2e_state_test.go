@@ -1059,7 +1059,7 @@ func TestStateFiles(t *testing.T) {
 		}},
 		{name: "json_pypi", args: []string{"--return-mode", "json", "--tool-schema", "pypi", "--files-limit", "4KiB",
 			"--files-ttl", filesTTL.String(), "--workers", "1"}, cases: []stateCase{
-			{"tools_list", func(t *testing.T, _ *e2eSetup, c *e2eClient) { expectToolsnaps(t, c, "pypi") }},
+			{"tools_list", func(t *testing.T, _ *e2eSetup, c *e2eClient) { expectToolsnaps(t, c, "pypi_json") }},
 			{"files_and_limit", testJSONFiles},
 			{"global_variables", testJSONGlobals},
 		}},
@@ -1294,31 +1294,22 @@ const filesTTL = 4 * time.Second
 
 // testJSONFiles checks that JSON mode lists the files, and that a file past
 // --files-limit is neither linked nor listed, and the output says so. The
-// file kept is read until --files-ttl, and not after.
+// file kept is read before --files-ttl, and not after: the flag reaches the
+// store, whose expiry, to the nanosecond, filestore's
+// TestExpiryOnTheDefaultClock checks.
 func testJSONFiles(t *testing.T, _ *e2eSetup, c *e2eClient) {
-	start := time.Now()
 	res, text := c.runArgs(t, map[string]any{"python_code": putFiles + "put('small.txt', 'small')\nput('big.bin', b'x' * 8192)"})
+	// The file was stored before the call returned: it expires by then
+	// plus --files-ttl.
+	returned := time.Now()
 	_, uris := c.expectFiles(t, res, "call", []wantFile{{path: "small.txt", mime: "text/plain", data: []byte("small")}})
 	want := `{"status":"success","output":["[file not returned: big.bin is 8.0 KiB, past the 4.0 KiB limit of files a call returns]"],` +
 		`"return_value":null,"files":[{"path":"small.txt","size":5,"mime_type":"text/plain","uri":"` + uris[0] + `"}]}`
 	if res.IsError || text != want {
 		t.Errorf("result:\n got: %q (isError %v)\nwant: %q", text, res.IsError, want)
 	}
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-		_, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uris[0]}})
-		cancel()
-		if err != nil {
-			if took := time.Since(start); took < filesTTL {
-				t.Errorf("the file was gone %v after the call started, before --files-ttl: %v", took, err)
-			}
-			return
-		}
-		if took := time.Since(start); took > filesTTL+startTimeout {
-			t.Fatalf("the file is still read %v after the call started; --files-ttl is %v", took, filesTTL)
-		}
-		time.Sleep(200 * time.Millisecond) // bounded polling of the file's expiry
-	}
+	time.Sleep(time.Until(returned.Add(filesTTL))) // the file's life, not synchronisation
+	c.readFails(t, uris[0])
 }
 
 // testJSONGlobals runs code with global_variables, which --tool-schema pypi

@@ -459,11 +459,12 @@ func testWorkerKilled(t *testing.T, _ *e2eSetup, _ *target, c *e2eClient) {
 			Arguments: map[string]any{"python_code": "print('kill marker', flush=True)\nwhile True:\n    pass"}}})
 	}()
 	busyWorker(t, c.pid, done, idle...)
-	// The call runs on one of the workers that were idle: all are killed,
-	// so the call's own is whatever a loaded machine made the samples say.
-	for _, pid := range idle {
-		if p, err := os.FindProcess(pid); err != nil || p.Kill() != nil {
-			t.Fatalf("kill worker %d: %v", pid, err)
+	// The code runs. Every worker is killed, those that were idle and any
+	// started since, so the call's own is among them whatever a loaded
+	// machine made the samples say, and whichever worker took the call.
+	for _, w := range denoChildren(t, c.pid) {
+		if p, err := os.FindProcess(w.pid); err != nil || p.Kill() != nil {
+			t.Fatalf("kill worker %d: %v", w.pid, err)
 		}
 	}
 	<-done // bounded by callTimeout

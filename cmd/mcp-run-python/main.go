@@ -127,7 +127,7 @@ func run(ctx context.Context, args []string, std streams, env config.Environment
 	if len(args) > 0 && args[0] == serviceCommand {
 		return runService(args[1:], std, osServiceHost(env))
 	}
-	cfg, err := config.Parse(args, env)
+	cfg, w, err := configure(args, env)
 	if err != nil {
 		// Bare, the program shows what it takes; otherwise the error alone,
 		// which the usage would scroll out of sight.
@@ -157,7 +157,7 @@ func run(ctx context.Context, args []string, std streams, env config.Environment
 	// One registry per process: the supervisor registers its metrics in it,
 	// and the HTTP modes serve it at /metrics.
 	metrics := transport.NewMetricsRegistry()
-	cfg.Supervisor.Metrics = metrics
+	w.supervisor.Metrics = metrics
 	var tools *codeTools
 	if cfg.Tools.File != "" && serves(cfg.Mode) {
 		if tools, err = openCodeTools(ctx, cfg.Tools, log); err != nil {
@@ -165,9 +165,9 @@ func run(ctx context.Context, args []string, std streams, env config.Environment
 			return exitFailure
 		}
 		defer tools.close(log)
-		cfg.Supervisor.Tools = tools.box
+		w.supervisor.Tools = tools.box
 	}
-	eng := newEngine(cfg.Supervisor, log)
+	eng := newEngine(w.supervisor, log)
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), engineCloseTimeout)
 		defer cancel()
@@ -210,18 +210,18 @@ func run(ctx context.Context, args []string, std streams, env config.Environment
 		Options: mcpserver.Options{
 			Version:    build.Version,
 			Runner:     eng,
-			ReturnMode: cfg.ReturnMode,
+			ReturnMode: w.returnMode,
 			Log:        log,
 			// Cancelled code gets the supervisor's grace to stop before its
 			// worker is killed, and then a moment to report.
-			Calls:      mcpserver.NewCallGate(cfg.ShutdownTimeout, cfg.Supervisor.CancelWait()),
-			Schema:     cfg.ToolSchema,
+			Calls:      mcpserver.NewCallGate(cfg.ShutdownTimeout, w.supervisor.CancelWait()),
+			Schema:     w.toolSchema,
 			Sessions:   st.sessions,
 			Files:      st.files,
 			ImageLimit: cfg.ImageLimit,
 		},
 		CodeLimit: cfg.Supervisor.CodeLimit,
-		Limits:    &cfg.Limits,
+		Limits:    &w.limits,
 	}
 	if tools != nil {
 		o.Options.CodeTools = tools.describe

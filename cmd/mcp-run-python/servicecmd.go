@@ -142,7 +142,7 @@ func serviceEnv(env config.Environment) config.Environment {
 // absolute path of the deno that the server would run here.
 func installSpec(spec service.Spec, serverArgs []string, host serviceHost) (service.Spec, error) {
 	env := serviceEnv(host.env)
-	cfg, err := config.Parse(serverArgs, env)
+	cfg, _, err := configure(serverArgs, env)
 	if err != nil {
 		return spec, err
 	}
@@ -193,7 +193,7 @@ func installSpec(spec service.Spec, serverArgs []string, host serviceHost) (serv
 	spec.WarmupArgs = slices.Concat([]string{string(config.ModeWarmup), "--deno", deno}, flagTokens(serverArgs, "cache-dir"))
 	// What the service will run must parse as what was checked above.
 	for _, args := range [][]string{spec.Args, spec.WarmupArgs} {
-		if _, err := config.Parse(args, env); err != nil {
+		if _, _, err := configure(args, env); err != nil {
 			return spec, fmt.Errorf("the service's command line %q: %w", args, err)
 		}
 	}

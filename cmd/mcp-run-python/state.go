@@ -31,11 +31,11 @@ func openState(cfg config.Config, eng engine, metrics prometheus.Registerer, log
 	st := &state{stop: func() {}}
 	if cfg.Supervisor.Files {
 		files, err := filestore.OpenFree(filepath.Join(cfg.Supervisor.CacheDir, "files"), filestore.Config{
-			MaxBytes:         cfg.FilesStoreLimit,
-			MaxFiles:         cfg.MaxFiles,
-			MaxBytesPerOwner: perCaller(cfg.Mode, cfg.FilesStoreLimitPerPrincipal),
-			MaxFilesPerOwner: perCaller(cfg.Mode, cfg.MaxFilesPerPrincipal),
-			TTL:              cfg.FilesTTL,
+			MaxBytes:             cfg.FilesStoreLimit,
+			MaxFiles:             cfg.MaxFiles,
+			MaxBytesPerPrincipal: perCaller(cfg.Mode, cfg.FilesStoreLimitPerPrincipal),
+			MaxFilesPerPrincipal: perCaller(cfg.Mode, cfg.MaxFilesPerPrincipal),
+			TTL:                  cfg.FilesTTL,
 		}, log)
 		if err != nil {
 			return nil, err
@@ -62,9 +62,9 @@ func openState(cfg config.Config, eng engine, metrics prometheus.Registerer, log
 	}
 	if cfg.Sessions {
 		st.sessions = sessions.New(sessions.Config{
-			Idle:        cfg.SessionIdle,
-			Max:         cfg.MaxSessions,
-			MaxPerOwner: perCaller(cfg.Mode, cfg.MaxSessionsPerPrincipal),
+			Idle:            cfg.SessionIdle,
+			Max:             cfg.MaxSessions,
+			MaxPerPrincipal: perCaller(cfg.Mode, cfg.MaxSessionsPerPrincipal),
 			OnEnd: func(id string) {
 				if st.files != nil {
 					st.files.Drop(filestore.SessionScope(id))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcpserver"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcptest"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/render"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/sessions"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/transport/transporttest"
 )
@@ -100,7 +101,9 @@ type toolsnapsVariant struct {
 }
 
 // toolsnapsVariants are the default tools (upstream's JSR release), those
-// with --sessions and those with --tool-schema pypi (its PyPI release).
+// with --sessions, those with --tool-schema pypi (its PyPI release), and
+// with --return-mode json, whose run_python_code has an outputSchema, those
+// of either schema.
 func toolsnapsVariants(t *testing.T) []toolsnapsVariant {
 	t.Helper()
 	// The registry's interpreters never start: listing tools starts none.
@@ -115,13 +118,17 @@ func toolsnapsVariants(t *testing.T) []toolsnapsVariant {
 			opts: []transporttest.Option{func(o *mcpserver.Options) { o.Sessions = registry }}},
 		{name: "pypi", dir: filepath.Join(toolsnapsDir, "pypi"),
 			opts: []transporttest.Option{func(o *mcpserver.Options) { o.Schema = mcpserver.SchemaPyPI }}},
+		{name: "json", dir: filepath.Join(toolsnapsDir, "json"),
+			opts: []transporttest.Option{func(o *mcpserver.Options) { o.ReturnMode = render.ReturnJSON }}},
+		{name: "pypi_json", dir: filepath.Join(toolsnapsDir, "pypi_json"),
+			opts: []transporttest.Option{func(o *mcpserver.Options) { o.Schema, o.ReturnMode = mcpserver.SchemaPyPI, render.ReturnJSON }}},
 	}
 }
 
 // TestToolsnaps compares the tools that tools/list sends, byte for byte but
-// for indentation, with testdata/toolsnaps (and its directories sessions
-// and pypi for those variants), over every transport and protocol era;
-// -update rewrites the files from stdio.
+// for indentation, with testdata/toolsnaps (and its directories sessions,
+// pypi, json and pypi_json for those variants), over every transport and
+// protocol era; -update rewrites the files from stdio.
 func TestToolsnaps(t *testing.T) {
 	r := &mcptest.FakeRunner{Version: snapshotPython}
 	for _, v := range toolsnapsVariants(t) {

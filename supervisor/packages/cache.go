@@ -45,6 +45,7 @@ type Cache struct {
 	offline  bool
 	client   *http.Client
 	progress func(string)
+	transfer func(filename string, bytes, size int64)
 	parallel int
 	shared   *cacheShared
 }
@@ -108,6 +109,16 @@ func NewCache(dir string, opts CacheOptions) (*Cache, error) {
 func (c *Cache) WithProgress(fn func(msg string)) *Cache {
 	cp := *c
 	cp.progress = fn
+	return &cp
+}
+
+// WithTransfer returns a Cache like c that tells fn how a download goes:
+// its file, the bytes come so far, and its size (0 when unknown), at its
+// start and as each chunk comes. nil tells nobody. A file found in the
+// cache, or downloaded by another call at the same time, tells nothing.
+func (c *Cache) WithTransfer(fn func(filename string, bytes, size int64)) *Cache {
+	cp := *c
+	cp.transfer = fn
 	return &cp
 }
 
@@ -328,7 +339,12 @@ func (c *Cache) download(ctx context.Context, f PlanFile, final string) (err err
 		}
 	}()
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(rc, maxWheelSize+1))
+	var dst io.Writer = io.MultiWriter(tmp, h)
+	if c.transfer != nil {
+		c.transfer(f.Filename, 0, size)
+		dst = &transferWriter{w: dst, name: f.Filename, size: size, fn: c.transfer}
+	}
+	n, err := io.Copy(dst, io.LimitReader(rc, maxWheelSize+1))
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -361,6 +377,23 @@ func (c *Cache) download(ctx context.Context, f PlanFile, final string) (err err
 	c.shared.verified[final] = true
 	c.shared.mu.Unlock()
 	return nil
+}
+
+// transferWriter tells fn how many bytes went through it.
+type transferWriter struct {
+	w    io.Writer
+	name string
+	n    int64
+	size int64
+	fn   func(filename string, bytes, size int64)
+}
+
+// Write implements io.Writer.
+func (t *transferWriter) Write(p []byte) (int, error) {
+	n, err := t.w.Write(p)
+	t.n += int64(n)
+	t.fn(t.name, t.n, t.size)
+	return n, err
 }
 
 // hashError is a content that does not match its promised sha256.

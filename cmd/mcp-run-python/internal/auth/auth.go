@@ -4,12 +4,15 @@
 // asks: it checks access tokens (RFC 6750) that an authorization server
 // issued (OAuth), or shared secrets listed in a file (StaticTokens), and
 // publishes RFC 9728 metadata so that clients can find the authorization
-// server. Middleware puts the caller's Principal in the request context.
+// server. Middleware puts the caller's principal (identity.Principal) in
+// the request context.
 package auth
 
 import (
 	"context"
 	"errors"
+
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/identity"
 )
 
 // Authenticator checks a bearer token and says whose it is.
@@ -18,7 +21,7 @@ import (
 // ErrUnavailable (an *Error does), because Middleware chooses the HTTP answer
 // by them; any other error is answered 500.
 type Authenticator interface {
-	Authenticate(ctx context.Context, token string) (Principal, error)
+	Authenticate(ctx context.Context, token string) (identity.Principal, error)
 }
 
 // The kinds of refusal, named by their RFC 6750 error codes so that

@@ -9,11 +9,13 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/identity"
 )
 
 // Middleware returns next behind bearer-token authentication by a: a
 // request reaches next only with a good token in its Authorization header,
-// and then with its Principal in its context (PrincipalFrom).
+// and then with its principal in its context (identity.Of).
 //
 // The answers follow RFC 6750 §3 and the MCP authorization spec:
 //
@@ -62,7 +64,7 @@ func Middleware(a Authenticator, resourceMetadataURL string, log *zap.Logger, ne
 			return
 		}
 		log.Debug("authenticated request", zap.String("principal", string(p)))
-		next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+		next.ServeHTTP(w, r.WithContext(identity.WithPrincipal(r.Context(), p)))
 	})
 }
 

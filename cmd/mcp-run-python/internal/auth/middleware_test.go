@@ -10,20 +10,22 @@ import (
 	"testing"
 
 	"go.uber.org/zap/zaptest"
+
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/identity"
 )
 
 // authFunc is an Authenticator made of a function.
-type authFunc func(ctx context.Context, token string) (Principal, error)
+type authFunc func(ctx context.Context, token string) (identity.Principal, error)
 
-func (f authFunc) Authenticate(ctx context.Context, token string) (Principal, error) {
+func (f authFunc) Authenticate(ctx context.Context, token string) (identity.Principal, error) {
 	return f(ctx, token)
 }
 
 // fakeAuth accepts "good" and refuses the other tokens in every way.
-var fakeAuth = authFunc(func(ctx context.Context, token string) (Principal, error) {
+var fakeAuth = authFunc(func(ctx context.Context, token string) (identity.Principal, error) {
 	switch token {
 	case "good", "good==":
-		return "user:" + Principal(token), nil
+		return "user:" + identity.Principal(token), nil
 	case "expired":
 		return "", invalid("token expired", errors.New("exp 12:00"))
 	case "scope":
@@ -92,8 +94,8 @@ func TestMiddleware(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := Middleware(fakeAuth, testMetadataURL, zaptest.NewLogger(t), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				p, ok := PrincipalFrom(r.Context())
-				if !ok {
+				p := identity.Of(r.Context(), "")
+				if p == "" {
 					t.Error("no principal in the context")
 				}
 				_, _ = io.WriteString(w, string(p))
@@ -133,15 +135,15 @@ func TestMiddlewareStaticTokens(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewStaticTokens: %v", err)
 	}
-	var got Principal
+	var got identity.Principal
 	h := Middleware(s, "", zaptest.NewLogger(t), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, _ = PrincipalFrom(r.Context())
+		got = identity.Of(r.Context(), "")
 	}))
 	tests := []struct {
 		auth          string
 		wantStatus    int
 		wantChallenge string
-		wantPrincipal Principal
+		wantPrincipal identity.Principal
 	}{
 		{"Bearer " + alpha, http.StatusOK, "", alphaID},
 		{"Bearer " + beta, http.StatusUnauthorized, `Bearer error="invalid_token", error_description="unknown token"`, ""},
@@ -159,14 +161,5 @@ func TestMiddlewareStaticTokens(t *testing.T) {
 			t.Errorf("%q: status %d, WWW-Authenticate %q, principal %q; want %d, %q, %q",
 				tt.auth, w.Code, w.Header().Get("WWW-Authenticate"), got, tt.wantStatus, tt.wantChallenge, tt.wantPrincipal)
 		}
-	}
-}
-
-func TestPrincipalContext(t *testing.T) {
-	if p, ok := PrincipalFrom(context.Background()); ok {
-		t.Errorf("PrincipalFrom(empty context) = %q, true", p)
-	}
-	if p, ok := PrincipalFrom(WithPrincipal(context.Background(), "x|y")); !ok || p != "x|y" {
-		t.Errorf("PrincipalFrom = %q, %v", p, ok)
 	}
 }

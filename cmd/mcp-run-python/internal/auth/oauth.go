@@ -14,6 +14,8 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 	"github.com/lestrrat-go/jwx/v3/jwt"
 	"go.uber.org/zap"
+
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/identity"
 )
 
 const (
@@ -149,7 +151,7 @@ func (o *OAuth) AuthorizationServers() []string {
 }
 
 // Authenticate checks token, a JWT, and returns "<iss>|<sub>".
-func (o *OAuth) Authenticate(ctx context.Context, token string) (Principal, error) {
+func (o *OAuth) Authenticate(ctx context.Context, token string) (identity.Principal, error) {
 	if len(token) > maxTokenSize {
 		return "", invalid("token too large", nil)
 	}
@@ -193,7 +195,7 @@ func (o *OAuth) Authenticate(ctx context.Context, token string) (Principal, erro
 			Err:         fmt.Errorf("missing %s", strings.Join(missing, " ")),
 		}
 	}
-	return Principal(o.issuer + "|" + sub), nil
+	return identity.Principal(o.issuer + "|" + sub), nil
 }
 
 // allowedAlg reports whether alg is asymmetric and not deprecated. Refusing

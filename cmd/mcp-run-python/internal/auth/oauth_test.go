@@ -21,6 +21,8 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"go.uber.org/zap/zaptest"
+
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/identity"
 )
 
 func TestOAuthTokens(t *testing.T) {
@@ -102,7 +104,7 @@ func TestOAuthTokens(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Authenticate: %v", err)
 				}
-				if want := Principal(iss.issuer + "|user-1"); p != want {
+				if want := identity.Principal(iss.issuer + "|user-1"); p != want {
 					t.Errorf("principal %q, want %q", p, want)
 				}
 				return
@@ -139,7 +141,7 @@ func TestOAuthDiscovery(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Authenticate: %v", err)
 			}
-			if want := Principal(iss.issuer + "|user-1"); p != want {
+			if want := identity.Principal(iss.issuer + "|user-1"); p != want {
 				t.Errorf("principal %q, want %q", p, want)
 			}
 			if got := o.AuthorizationServers(); !slices.Equal(got, []string{iss.issuer}) {

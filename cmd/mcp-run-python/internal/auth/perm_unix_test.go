@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"go.uber.org/zap/zaptest"
+
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/identity"
 )
 
 func TestStaticTokensFileMode(t *testing.T) {
@@ -65,5 +67,5 @@ func TestStaticTokensReloadFileMode(t *testing.T) {
 	if err := s.Reload(); err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Fatalf("Reload of a world-readable file: %v", err)
 	}
-	checkTokens(t, s, map[string]Principal{alpha: alphaID}, beta)
+	checkTokens(t, s, map[string]identity.Principal{alpha: alphaID}, beta)
 }

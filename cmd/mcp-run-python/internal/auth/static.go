@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 
 	"go.uber.org/zap"
+
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/identity"
 )
 
 // maxTokenFile bounds the token file, so that pointing the flag at a big
@@ -20,7 +22,7 @@ const maxTokenFile = 1 << 20
 // StaticTokens authenticates callers by shared secrets listed in a file.
 // It is safe for concurrent use, Reload included.
 //
-// A caller's Principal is derived from the SHA-256 of its token, so a
+// A caller's principal is derived from the SHA-256 of its token, so a
 // guessable token could be found from the logs: use long random ones,
 // e.g. from `openssl rand -hex 32`.
 type StaticTokens struct {
@@ -33,7 +35,7 @@ type StaticTokens struct {
 // Authenticate compares.
 type staticToken struct {
 	sum [sha256.Size]byte
-	id  Principal
+	id  identity.Principal
 }
 
 // NewStaticTokens reads the tokens in the file at path: one a line, with
@@ -65,12 +67,12 @@ func (s *StaticTokens) Reload() error {
 	return nil
 }
 
-// Authenticate returns the Principal of token if it is one of the file's.
+// Authenticate returns the principal of token if it is one of the file's.
 //
 // It compares hashes, so that the time taken does not depend on the
 // tokens' lengths, and compares with every token without stopping at a
 // match, so that it does not tell which token nearly matched.
-func (s *StaticTokens) Authenticate(_ context.Context, token string) (Principal, error) {
+func (s *StaticTokens) Authenticate(_ context.Context, token string) (identity.Principal, error) {
 	sum := sha256.Sum256([]byte(token))
 	tokens := *s.tokens.Load()
 	match, at := 0, 0
@@ -124,7 +126,7 @@ func readTokens(path string) ([]staticToken, error) {
 			return nil, fmt.Errorf("%s:%d: not a bearer token: it may hold only letters, digits and -._~+/, then = padding", path, i+1)
 		}
 		sum := sha256.Sum256(line)
-		tokens = append(tokens, staticToken{sum: sum, id: Principal("token:" + hex.EncodeToString(sum[:8]))})
+		tokens = append(tokens, staticToken{sum: sum, id: identity.Principal("token:" + hex.EncodeToString(sum[:8]))})
 	}
 	if len(tokens) == 0 {
 		return nil, fmt.Errorf("%s holds no token", path)

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"go.uber.org/zap/zaptest"
+
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/identity"
 )
 
 // The tests' tokens and their principals, worked out by sha256sum.
@@ -18,9 +20,9 @@ const (
 	beta  = "beta-0123456789abcdef"
 	gamma = "gamma-0123456789abcdef"
 
-	alphaID Principal = "token:484bf040f8c8885c"
-	betaID  Principal = "token:cd539eb9e1598de0"
-	gammaID Principal = "token:90d8e5628f30845c"
+	alphaID identity.Principal = "token:484bf040f8c8885c"
+	betaID  identity.Principal = "token:cd539eb9e1598de0"
+	gammaID identity.Principal = "token:90d8e5628f30845c"
 )
 
 // writeTokenFile writes content to a private file and returns its path.
@@ -37,7 +39,7 @@ func writeTokenFile(t *testing.T, path, content string) string {
 
 // checkTokens checks that s accepts want (token to principal) and refuses
 // refused.
-func checkTokens(t *testing.T, s *StaticTokens, want map[string]Principal, refused ...string) {
+func checkTokens(t *testing.T, s *StaticTokens, want map[string]identity.Principal, refused ...string) {
 	t.Helper()
 	for token, id := range want {
 		if p, err := s.Authenticate(context.Background(), token); err != nil || p != id {
@@ -57,7 +59,7 @@ func TestStaticTokens(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewStaticTokens: %v", err)
 	}
-	checkTokens(t, s, map[string]Principal{alpha: alphaID, beta: betaID},
+	checkTokens(t, s, map[string]identity.Principal{alpha: alphaID, beta: betaID},
 		gamma, "", "wrong", alpha[:len(alpha)-1], alpha+"f", " "+alpha, "# the tokens of the team")
 }
 
@@ -101,7 +103,7 @@ func TestStaticTokensReload(t *testing.T) {
 	if err := s.Reload(); err != nil {
 		t.Fatalf("Reload: %v", err)
 	}
-	checkTokens(t, s, map[string]Principal{beta: betaID, gamma: gammaID}, alpha)
+	checkTokens(t, s, map[string]identity.Principal{beta: betaID, gamma: gammaID}, alpha)
 
 	// A failed reload keeps the tokens.
 	writeTokenFile(t, path, "# all gone\n")
@@ -114,7 +116,7 @@ func TestStaticTokensReload(t *testing.T) {
 	if err := s.Reload(); err == nil {
 		t.Fatal("Reload of a removed file succeeded")
 	}
-	checkTokens(t, s, map[string]Principal{beta: betaID, gamma: gammaID}, alpha)
+	checkTokens(t, s, map[string]identity.Principal{beta: betaID, gamma: gammaID}, alpha)
 }
 
 // TestStaticTokensConcurrentReload is for the race detector.

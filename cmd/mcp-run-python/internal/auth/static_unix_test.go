@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/zap/zaptest"
+
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/identity"
 )
 
 // notRegular makes, at path, each kind of file that is not a regular one.
@@ -72,7 +74,7 @@ func TestStaticTokensRefuseSpecialFiles(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "not a regular file") {
 				t.Fatalf("Reload of a %s: %v", kind.name, err)
 			}
-			checkTokens(t, s, map[string]Principal{alpha: alphaID}, beta)
+			checkTokens(t, s, map[string]identity.Principal{alpha: alphaID}, beta)
 
 			if err := os.RemoveAll(path); err != nil {
 				t.Fatal(err)
@@ -81,7 +83,7 @@ func TestStaticTokensRefuseSpecialFiles(t *testing.T) {
 			if err := within(t, "Reload", s.Reload); err != nil {
 				t.Fatalf("Reload of a regular file after a %s: %v", kind.name, err)
 			}
-			checkTokens(t, s, map[string]Principal{beta: betaID}, alpha)
+			checkTokens(t, s, map[string]identity.Principal{beta: betaID}, alpha)
 		})
 	}
 }

@@ -1,6 +1,16 @@
 // Package config is the command line: its modes and flags, the environment
-// variables that stand in for the flags, and the defaults that depend on the
-// system. Package main turns a Config into the supervisor and a transport.
+// variables that stand in for the flags, and their defaults. It is a leaf,
+// as cmd/go/internal/cfg is: it parses into plain values of its own types
+// and checks them, importing no package of the program. Package main turns
+// a Config into the supervisor's, the transport's and the MCP server's
+// configurations (wire.go there), checking on the way the values whose rules
+// are those packages' own (Config.Check).
+//
+// Each value has one default, computed in one place, and 0 means the same in
+// a Config as in the configuration of the layer that takes the value: "no
+// limit" for every limit whose flag takes 0, and for --warm and --queue,
+// whose flags refuse 0, "not set", which the supervisor computes from
+// --workers.
 package config
 
 import (
@@ -11,19 +21,13 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
-
-	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcpserver"
-	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/render"
-	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/transport"
-	"github.com/mcp-run-python/mcp-run-python/supervisor"
-	"github.com/mcp-run-python/mcp-run-python/supervisor/mount"
-	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 )
 
 // Mode is what the program does: serve MCP over a transport, prepare the
@@ -79,23 +83,83 @@ const (
 	defaultImageLimit      = "1MiB"
 	defaultCacheLimit      = "4GiB"
 	defaultToolResultLimit = "1MiB"
+
+	// The command line's defaults of values that a program package also
+	// defaults when left 0, for its other callers; package main's tests
+	// hold each equal to that package's (wire_test.go there).
+	defaultIndexURL   = "https://pypi.org/simple/" // packages.DefaultIndexURL
+	defaultGrace      = 2 * time.Second            // supervisor.DefaultGrace
+	defaultFilesLimit = "32MiB"                    // supervisor.DefaultFilesLimit
+	defaultMountLimit = "64MiB"                    // supervisor.DefaultMountBytes
+	defaultMountFiles = 10_000                     // supervisor.DefaultMountFiles
+
+	// The defaults of values that the supervisor takes as they come, 0
+	// meaning no limit there as here.
+	defaultToolCalls      = 1000 // tool calls of one run
+	defaultSessionIdleCPU = 0.1  // enough for a background task that wakes now and then, not for one that computes
+
+	// The front end's defaults (the transport defaults the same when it is
+	// given no limits: transport.DefaultLimits).
+	defaultRequestLimit   = 8 << 20 // or more with --code-limit: requestLimitFor
+	defaultReadTimeout    = 30 * time.Second
+	defaultMaxConnections = 1024
+	defaultMaxMCPSessions = 256
+	defaultMCPSessionIdle = 30 * time.Minute
 )
+
+// Facts of the program that the help states. Package main's tests hold
+// each equal to the program's (wire_test.go there).
+const (
+	// queuePerWorker is supervisor.DefaultQueuePerWorker: the supervisor
+	// computes --queue's default, which the help describes.
+	queuePerWorker = 64
+	// workDir is supervisor.WorkDir, the working directory of code.
+	workDir = "/home/pyodide"
+)
+
+// ReturnMode is the format of results, render.ReturnMode's values.
+type ReturnMode string
+
+// The result formats.
+const (
+	ReturnXML  ReturnMode = "xml"
+	ReturnJSON ReturnMode = "json"
+)
+
+// ToolSchema is whose tools/list the server reproduces,
+// mcpserver.ToolSchema's values.
+type ToolSchema string
+
+// The tool schemas.
+const (
+	SchemaJSR  ToolSchema = "jsr"  // upstream's JSR release
+	SchemaPyPI ToolSchema = "pypi" // its PyPI release 0.0.22
+)
+
+// parseToolSchema reads a --tool-schema value.
+func parseToolSchema(s string) (ToolSchema, error) {
+	switch t := ToolSchema(s); t {
+	case SchemaJSR, SchemaPyPI:
+		return t, nil
+	}
+	return "", fmt.Errorf("unknown tool schema %q: want jsr (upstream's JSR release, the default) or pypi (its PyPI release 0.0.22)", s)
+}
 
 // Config is everything the command line and the environment decide.
 type Config struct {
 	Mode       Mode
 	Host       string
 	Port       int
-	ReturnMode render.ReturnMode
+	ReturnMode ReturnMode
 	LogLevel   zapcore.Level
-	Supervisor supervisor.Config
+	Supervisor Supervisor
 	// ShutdownTimeout is how long running calls get to finish after SIGTERM
 	// or SIGINT before they are cancelled; 0 cancels them at once.
 	ShutdownTimeout time.Duration
 	// Limits bound what callers can make the MCP front end hold.
-	Limits transport.Limits
+	Limits Limits
 	// ToolSchema is whose tools/list the server reproduces.
-	ToolSchema mcpserver.ToolSchema
+	ToolSchema ToolSchema
 
 	// Sessions offers Python sessions: the tools create_session,
 	// list_session_files and close_session, and run_python_code's
@@ -142,7 +206,7 @@ type Config struct {
 
 	// Fetch, in the fetch mode, are the requirements (PEP 508) to resolve
 	// and download into the package cache, after the mode on the command
-	// line.
+	// line; package main checks them.
 	Fetch []string
 	// Mirror, in the fetch mode, is a directory that also gets the
 	// fetched files of Pyodide's built-in packages and its lock file, for
@@ -152,6 +216,94 @@ type Config struct {
 	// Help and Version ask for the usage text or the version instead of a mode.
 	Help    bool
 	Version bool
+
+	// given holds the values of the flags that package main checks with
+	// the program's packages (see Check), by flag name.
+	given map[string]given
+}
+
+// given is what the command line or the environment gave one flag.
+type given struct {
+	from   string   // the flag as --name, or the variable that set it
+	values []string // every value given, in order
+}
+
+// Supervisor is what the flags decide of the workers; package main makes a
+// supervisor.Config of it. Each field means what the supervisor's field of
+// the same name means, 0 included.
+type Supervisor struct {
+	Deno        string        // path of the deno executable
+	CacheDir    string        // runtime files, the Pyodide install and snapshots
+	Workers     int           // live worker limit; also the calls run at once
+	Timeout     time.Duration // wall-time limit of one call
+	OutputLimit int           // bytes of output kept per call; 0 for no limit
+	MemoryLimit int64         // resident bytes a worker may use; 0 for no limit
+	// Deps are the requirements installed into every interpreter, as
+	// given: package main checks them (PEP 508).
+	Deps            []string
+	IndexURL        string // package index, URL or directory, as given
+	PyodideIndexURL string // "" for the pinned Pyodide release's host
+	Offline         bool
+	Networking      bool
+	// AllowNet are, with Networking, the only hosts code may reach, as
+	// given (package main checks them and drops repeats); nil: all.
+	AllowNet        []string
+	PrivateNetworks bool
+	// Warm is how many idle workers are kept ready; 0 (not set) for
+	// Workers, which the supervisor computes.
+	Warm int
+	// Queue is how many calls may wait for a worker; 0 (not set) for the
+	// supervisor's default, queuePerWorker times Workers.
+	Queue        int
+	QueueTimeout time.Duration // 0 for no limit
+	// MaxCallsPerPrincipal is how many workers the calls of one caller may
+	// hold at once; 0 for no limit.
+	MaxCallsPerPrincipal int
+	CodeLimit            int           // largest code in bytes; 0 for no limit
+	Grace                time.Duration // how long interrupted code gets to stop
+	// SessionIdleCPU is the share of a core a session's worker may use
+	// while no call runs; 0 for no limit.
+	SessionIdleCPU float64
+	Files          bool  // return the files a call leaves in its working directory
+	FilesLimit     int64 // bytes of files one call may send back
+	// Mounts are the --mount lines, HOST:SANDBOX[:ro|rw], as given:
+	// package main parses them and resolves their host folders.
+	Mounts     []string
+	MountBytes int64 // bytes a mount may hold
+	MountFiles int   // files a mount may hold
+	// ToolCalls is how many tool calls one run may make; 0 for no limit.
+	ToolCalls  int
+	CacheLimit int64 // size of the cache directory; 0 for no limit
+}
+
+// Limits bound what callers can make the MCP front end hold; package main
+// makes a transport.Limits of them, whose fields mean the same, 0 (no
+// limit) included.
+type Limits struct {
+	RequestLimit               int64         // largest request in bytes
+	ReadTimeout                time.Duration // to send a request's headers, then its body
+	MaxConnections             int           // open HTTP connections
+	MaxMCPSessions             int           // live MCP protocol sessions
+	MaxMCPSessionsPerPrincipal int           // those of one authenticated caller
+	MCPSessionIdle             time.Duration // an idle MCP session ends after it
+	// AllowOrigins are the --allow-origin entries as given, or "*":
+	// package main normalizes them.
+	AllowOrigins []string
+}
+
+// Check passes each value given to flag name, on the command line or by its
+// environment variable, to check, in order, and returns check's first error
+// as the *UsageError that a wrong value of any flag gets. Package main
+// checks with it the values whose rules are the program's packages': --deps,
+// --index-url, --pyodide-index-url, --allow-net, --allow-origin and --mount.
+func (c Config) Check(name string, check func(value string) error) error {
+	g := c.given[name]
+	for _, value := range g.values {
+		if err := check(value); err != nil {
+			return usageErrorf("invalid value %q for %s: %w", value, g.from, err)
+		}
+	}
+	return nil
 }
 
 // Auth is how the HTTP modes authenticate their callers: by OAuth access
@@ -228,7 +380,7 @@ func usageErrorf(format string, args ...any) error {
 type flagValues struct {
 	port              int
 	host              string
-	returnMode        render.ReturnMode
+	returnMode        ReturnMode
 	deps              []string
 	indexURL          string
 	pyodideIndexURL   string
@@ -269,7 +421,7 @@ type flagValues struct {
 	maxFiles                    int
 	mcpSessionIdle              time.Duration
 	allowOrigins                []string
-	toolSchema                  mcpserver.ToolSchema
+	toolSchema                  ToolSchema
 	sessions                    bool
 	sessionIdle                 time.Duration
 	maxSessions                 int
@@ -279,7 +431,7 @@ type flagValues struct {
 	filesTTL                    time.Duration
 	filesStoreLimit             int64
 	imageLimit                  int64
-	mounts                      []mount.Mount
+	mounts                      []string
 	mountLimit                  int64
 	mountFiles                  int
 	maxPerPrincipal             int
@@ -295,6 +447,30 @@ type flagValues struct {
 	toolsAllow                  string
 	toolCalls                   int
 	toolResultLimit             int64
+
+	// given holds every value of the flags that package main checks
+	// further (Config.Check), by flag name.
+	given map[string][]string
+}
+
+// checkedLater returns value, a flag that package main also checks with a
+// program package (Config.Check), keeping every value it is given.
+func (v *flagValues) checkedLater(name string, value pflag.Value) pflag.Value {
+	return givenFlag{Value: value, keep: func(s string) { v.given[name] = append(v.given[name], s) }}
+}
+
+// givenFlag is a flag that keeps each value it takes (flagValues.checkedLater).
+type givenFlag struct {
+	pflag.Value
+	keep func(string)
+}
+
+func (f givenFlag) Set(s string) error {
+	if err := f.Value.Set(s); err != nil {
+		return err
+	}
+	f.keep(s)
+	return nil
 }
 
 // newFlagSet defines the flags into v, with help for goos. Each flag checks
@@ -302,30 +478,30 @@ type flagValues struct {
 // flags. Its output is discarded: errors are returned and printed by the
 // caller.
 func newFlagSet(v *flagValues, goos string) *pflag.FlagSet {
-	front := transport.DefaultLimits(0) // the defaults that do not follow --code-limit
+	v.given = map[string][]string{}
 	fs := pflag.NewFlagSet("mcp-run-python", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	fs.SetNormalizeFunc(pypiFlagNames())
 	fs.Var(newPortFlag(&v.port, defaultPort), "port", "port of the HTTP modes")
 	fs.Var(newCheckedString(&v.host, defaultHost, checkHost), "host", "address the HTTP modes listen on")
-	fs.Var(newChoice(&v.returnMode, render.ReturnXML, render.ReturnXML, render.ReturnJSON), "return-mode", "result format: xml or json")
-	fs.Var(newTextFlag(&v.toolSchema, mcpserver.SchemaJSR, mcpserver.ParseToolSchema), "tool-schema", "tools as upstream lists them: jsr (its JSR release) or pypi (its PyPI release 0.0.22, with global_variables)")
-	fs.Var(&listFlag{&v.deps, parseDeps}, "deps", "comma-separated packages installed into every interpreter (--dependencies too)")
-	fs.Var(newCheckedString(&v.indexURL, packages.DefaultIndexURL, packages.CheckLocation), "index-url", "package index: a PyPI-style simple API, as a URL or a local directory")
-	fs.Var(newCheckedString(&v.pyodideIndexURL, "", checkOptionalLocation), "pyodide-index-url", "where Pyodide's built-in packages are, as a URL or a local directory (default: the package host of the pinned Pyodide release)")
+	fs.Var(newChoice(&v.returnMode, ReturnXML, ReturnXML, ReturnJSON), "return-mode", "result format: xml or json")
+	fs.Var(newTextFlag(&v.toolSchema, SchemaJSR, parseToolSchema), "tool-schema", "tools as upstream lists them: jsr (its JSR release) or pypi (its PyPI release 0.0.22, with global_variables)")
+	fs.Var(v.checkedLater("deps", &listFlag{&v.deps, parseDeps}), "deps", "comma-separated packages installed into every interpreter (--dependencies too)")
+	fs.Var(v.checkedLater("index-url", newCheckedString(&v.indexURL, defaultIndexURL, checkedByMain)), "index-url", "package index: a PyPI-style simple API, as a URL or a local directory")
+	fs.Var(v.checkedLater("pyodide-index-url", newCheckedString(&v.pyodideIndexURL, "", checkedByMain)), "pyodide-index-url", "where Pyodide's built-in packages are, as a URL or a local directory (default: the package host of the pinned Pyodide release)")
 	fs.BoolVar(&v.offline, "offline", false, "install packages from the package cache only, never downloading")
 	fs.StringVar(&v.mirror, "mirror", "", "fetch mode: also copy the fetched files of Pyodide's built-in packages, with its pyodide-lock.json, into this directory, which then serves as --pyodide-index-url")
 	fs.BoolVar(&v.disableNetworking, "disable-networking", false, "deny Python code access to the network")
-	fs.Var(&listFlag{&v.allowNet, parseAllowNet}, "allow-net", "comma-separated hosts Python code may reach, and nothing else: host, host:port, [ipv6]:port (default: the internet, but not this machine, private networks or link-local addresses)")
+	fs.Var(v.checkedLater("allow-net", &listFlag{&v.allowNet, parseAllowNet}), "allow-net", "comma-separated hosts Python code may reach, and nothing else: host, host:port, [ipv6]:port (default: the internet, but not this machine, private networks or link-local addresses)")
 	fs.BoolVar(&v.allowPrivateNet, "allow-private-net", false, "let Python code with the default network reach private networks too (10/8, 172.16/12, 192.168/16, 100.64/10); this machine stays out of reach")
 	fs.Var(newIntFlag(&v.workers, defaultWorkers, 1, math.MaxInt), "workers", "live worker limit: calls run in parallel up to it")
 	fs.Var(newIntFlag(&v.warm, 0, 1, math.MaxInt), "warm", "idle workers kept ready for calls, at most --workers (default: --workers)")
-	fs.Var(newIntFlag(&v.queue, 0, 1, math.MaxInt), "queue", fmt.Sprintf("calls that may wait for a worker while all are busy (default: %d times --workers)", supervisor.DefaultQueuePerWorker))
+	fs.Var(newIntFlag(&v.queue, 0, 1, math.MaxInt), "queue", fmt.Sprintf("calls that may wait for a worker while all are busy (default: %d times --workers)", queuePerWorker))
 	fs.Var(nonNegativeDuration(&v.queueTimeout, defaultQueueTimeout), "queue-timeout", "how long a call may wait for a worker; 0 for no limit")
 	fs.Var(newIntFlag(&v.maxPerPrincipal, 0, 0, math.MaxInt), "max-calls-per-principal", "workers the calls of one authenticated caller may hold at once, the rest waiting their turn; 0 for no limit (default: half of --workers, rounded up)")
 	fs.Var(positiveDuration(&v.timeout, defaultTimeout), "timeout", "time limit of one call, installing its packages included, such as 30s or 2m")
-	fs.Var(positiveDuration(&v.grace, supervisor.DefaultGrace), "grace", "how long interrupted code gets to stop before its worker is killed")
+	fs.Var(positiveDuration(&v.grace, defaultGrace), "grace", "how long interrupted code gets to stop before its worker is killed")
 	fs.Var(newByteSize(&v.memoryLimit, defaultMemoryLimit, math.MaxInt64), "memory-limit", "memory a worker may use, such as 512MiB; 0 for no limit")
 	fs.Var(newByteSize(&v.outputLimit, defaultOutputLimit, math.MaxInt), "output-limit", "output, and return value, kept per call, such as 64KiB; 0 for no limit")
 	fs.Var(newByteSize(&v.codeLimit, defaultCodeLimit, math.MaxInt), "code-limit", "largest python_code accepted, such as 256KiB; 0 for no limit")
@@ -334,25 +510,25 @@ func newFlagSet(v *flagValues, goos string) *pflag.FlagSet {
 	fs.Var(positiveDuration(&v.sessionIdle, defaultSessionIdle), "session-idle", "a Python session without calls for this long ends (with --sessions)")
 	fs.Var(newIntFlag(&v.maxSessions, defaultMaxSessions, 1, math.MaxInt), "max-sessions", "live Python sessions, each holding a worker of its own (with --sessions)")
 	fs.Var(newIntFlag(&v.maxSessionsPerPrincipal, 0, 0, math.MaxInt), "max-sessions-per-principal", "live Python sessions of one authenticated caller (of one MCP session without authentication); 0 for no limit (default: half of --max-sessions, rounded up)")
-	fs.Var(newCoresFlag(&v.sessionIdleCPU, supervisor.DefaultSessionIdleCPU), "session-idle-cpu", "share of a core a Python session's worker may use on average while no call runs, with 10 s of it at once; past it the session ends (with --sessions); 0 for no limit")
-	fs.BoolVar(&v.files, "files", true, "return the files a call writes in its working directory ("+supervisor.WorkDir+") as resources; --files=false for none")
-	fs.Var(positiveByteSize(&v.filesLimit, sizeText(supervisor.DefaultFilesLimit), math.MaxInt64), "files-limit", "bytes of files one call may send back: returned, written back to a mount, and figures, such as 64MiB")
+	fs.Var(newCoresFlag(&v.sessionIdleCPU, defaultSessionIdleCPU), "session-idle-cpu", "share of a core a Python session's worker may use on average while no call runs, with 10 s of it at once; past it the session ends (with --sessions); 0 for no limit")
+	fs.BoolVar(&v.files, "files", true, "return the files a call writes in its working directory ("+workDir+") as resources; --files=false for none")
+	fs.Var(positiveByteSize(&v.filesLimit, defaultFilesLimit, math.MaxInt64), "files-limit", "bytes of files one call may send back: returned, written back to a mount, and figures, such as 64MiB")
 	fs.Var(positiveDuration(&v.filesTTL, defaultFilesTTL), "files-ttl", "how long the files of a call outside a session stay readable as resources")
 	fs.Var(positiveByteSize(&v.filesStoreLimit, defaultFilesStoreLimit, math.MaxInt64), "files-store-limit", "total size of the returned files the server keeps, at least --files-limit")
 	fs.Var(newIntFlag(&v.maxFiles, defaultMaxFiles, 1, math.MaxInt), "max-files", "returned files the server keeps (empty ones too)")
 	fs.Var(newByteSize(&v.filesStoreLimitPerPrincipal, "0", math.MaxInt64), "files-store-limit-per-principal", "size of the returned files the server keeps for one authenticated caller (one MCP session without authentication), at least --files-limit; 0 for no limit (default: half of --files-store-limit, at least --files-limit)")
 	fs.Var(newIntFlag(&v.maxFilesPerPrincipal, 0, 0, math.MaxInt), "max-files-per-principal", "returned files the server keeps for one authenticated caller (one MCP session without authentication); 0 for no limit (default: half of --max-files, rounded up)")
 	fs.Var(newByteSize(&v.imageLimit, defaultImageLimit, math.MaxInt64), "image-limit", "largest image returned inline as image content; larger ones are only linked; 0 links every image")
-	fs.Var(&mountFlag{&v.mounts}, "mount", "show host folder HOST to every interpreter at SANDBOX, read-only unless rw; repeat for more (in "+envName("mount")+", one a line)")
-	fs.Var(positiveByteSize(&v.mountLimit, sizeText(supervisor.DefaultMountBytes), math.MaxInt64), "mount-limit", "bytes a mount may hold, copy in, and a call write back to it")
-	fs.Var(newIntFlag(&v.mountFiles, supervisor.DefaultMountFiles, 1, math.MaxInt), "mount-files", "files a mount may hold, copy in, and a call change in it")
+	fs.Var(v.checkedLater("mount", &mountFlag{&v.mounts}), "mount", "show host folder HOST to every interpreter at SANDBOX, read-only unless rw; repeat for more (in "+envName("mount")+", one a line)")
+	fs.Var(positiveByteSize(&v.mountLimit, defaultMountLimit, math.MaxInt64), "mount-limit", "bytes a mount may hold, copy in, and a call write back to it")
+	fs.Var(newIntFlag(&v.mountFiles, defaultMountFiles, 1, math.MaxInt), "mount-files", "files a mount may hold, copy in, and a call change in it")
 	fs.Var(optionalByteSize(&v.requestLimit, &v.requestLimitSet, math.MaxInt), "request-limit", "largest request accepted, an HTTP request body or a stdio line, such as 16MiB; 0 for no limit (default: 8MiB, or 6 times --code-limit plus 1MiB if more)")
-	fs.Var(positiveDuration(&v.readTimeout, front.ReadTimeout), "read-timeout", "how long an HTTP client may take to send a request's headers, then its body (and an SSE client its first message)")
-	fs.Var(newIntFlag(&v.maxConnections, front.MaxConnections, 0, math.MaxInt), "max-connections", "open HTTP connections; past it the one waiting longest for a request is closed (the new one refused if all are busy); 0 for no limit")
-	fs.Var(newIntFlag(&v.maxMCPSessions, front.MaxMCPSessions, 0, math.MaxInt), "max-mcp-sessions", "live MCP protocol sessions (Streamable HTTP sessions, SSE streams; not Python interpreters): past it a new one gets 503; 0 for no limit")
+	fs.Var(positiveDuration(&v.readTimeout, defaultReadTimeout), "read-timeout", "how long an HTTP client may take to send a request's headers, then its body (and an SSE client its first message)")
+	fs.Var(newIntFlag(&v.maxConnections, defaultMaxConnections, 0, math.MaxInt), "max-connections", "open HTTP connections; past it the one waiting longest for a request is closed (the new one refused if all are busy); 0 for no limit")
+	fs.Var(newIntFlag(&v.maxMCPSessions, defaultMaxMCPSessions, 0, math.MaxInt), "max-mcp-sessions", "live MCP protocol sessions (Streamable HTTP sessions, SSE streams; not Python interpreters): past it a new one gets 503; 0 for no limit")
 	fs.Var(newIntFlag(&v.maxMCPSessionsPerPrincipal, 0, 0, math.MaxInt), "max-mcp-sessions-per-principal", "live MCP protocol sessions of one authenticated caller; 0 for no limit (default: half of --max-mcp-sessions, rounded up)")
-	fs.Var(nonNegativeDuration(&v.mcpSessionIdle, front.MCPSessionIdle), "mcp-session-idle", "an MCP protocol session (not a Python interpreter) without requests for this long is ended; 0 to keep idle sessions")
-	fs.Var(&listFlag{&v.allowOrigins, parseAllowOrigin}, "allow-origin", "comma-separated origins of web pages that may call the HTTP modes, such as https://app.example.com, or * for any; local pages may call a local server")
+	fs.Var(nonNegativeDuration(&v.mcpSessionIdle, defaultMCPSessionIdle), "mcp-session-idle", "an MCP protocol session (not a Python interpreter) without requests for this long is ended; 0 to keep idle sessions")
+	fs.Var(v.checkedLater("allow-origin", &listFlag{&v.allowOrigins, parseAllowOrigin}), "allow-origin", "comma-separated origins of web pages that may call the HTTP modes, such as https://app.example.com, or * for any; local pages may call a local server")
 	fs.Var(newCheckedString(&v.oauthIssuer, "", checkOptionalHTTPURL), "oauth-issuer", "accept the OAuth access tokens of this authorization server (its issuer URL) in the HTTP modes; needs --oauth-audience")
 	fs.StringVar(&v.oauthAudience, "oauth-audience", "", "the audience those tokens must name: this server")
 	fs.Var(&listFlag{&v.oauthScopes, parseScopes}, "oauth-scopes", "comma-separated scopes those tokens must grant")
@@ -363,7 +539,7 @@ func newFlagSet(v *flagValues, goos string) *pflag.FlagSet {
 	fs.StringVar(&v.tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")
 	fs.StringVar(&v.toolsConfig, "tools-config", "", "code mode: let code call the tools of the MCP servers this file names (the mcpServers JSON of desktop clients), as the async functions of the Python module mcp_tools")
 	fs.StringVar(&v.toolsAllow, "tools-allow", "", "with --tools-config: the only tools code may call, as comma-separated server.tool or server.* (default: all)")
-	fs.Var(newIntFlag(&v.toolCalls, supervisor.DefaultToolCalls, 0, math.MaxInt), "tool-calls", "with --tools-config: tool calls one run may make; 0 for no limit")
+	fs.Var(newIntFlag(&v.toolCalls, defaultToolCalls, 0, math.MaxInt), "tool-calls", "with --tools-config: tool calls one run may make; 0 for no limit")
 	fs.Var(newByteSize(&v.toolResultLimit, defaultToolResultLimit, math.MaxInt64), "tool-result-limit", "with --tools-config: the largest tool result code may get; 0 for no limit")
 	fs.StringVar(&v.deno, "deno", "", denoHelp(goos))
 	fs.StringVar(&v.cacheDir, "cache-dir", "", cacheDirHelp(goos))
@@ -545,12 +721,9 @@ func parse(args []string, env Environment, goos string) (Config, error) {
 	if v.mirror != "" && mode != ModeFetch {
 		return Config{}, usageErrorf("%s is for the fetch mode, not %s", src.name("mirror"), mode)
 	}
-	var fetch []string
-	for _, r := range rest[1:] {
-		if _, err := packages.ParseRequirement(r); err != nil {
-			return Config{}, usageErrorf("fetch: %w", err)
-		}
-		fetch = append(fetch, r)
+	fetch := slices.Clone(rest[1:])
+	if len(fetch) == 0 {
+		fetch = nil
 	}
 
 	if v.prune && mode != ModeCache {
@@ -574,6 +747,13 @@ func parse(args []string, env Environment, goos string) (Config, error) {
 	limits, err := parseFrontEndLimits(v, src)
 	if err != nil {
 		return Config{}, err
+	}
+	var later map[string]given
+	for name, values := range v.given {
+		if later == nil {
+			later = map[string]given{}
+		}
+		later[name] = given{from: src.name(name), values: values}
 	}
 	if err := checkHTTPOnly(v, src, mode); err != nil {
 		return Config{}, err
@@ -614,6 +794,7 @@ func parse(args []string, env Environment, goos string) (Config, error) {
 		Prune:   v.prune,
 		Fetch:   fetch,
 		Mirror:  v.mirror,
+		given:   later,
 	}, nil
 }
 
@@ -642,18 +823,15 @@ func checkHTTPOnly(v flagValues, src flagSources, mode Mode) error {
 	return nil
 }
 
-// parseSupervisor returns the supervisor's configuration of the flags,
-// with the defaults that depend on goos and env.
-func parseSupervisor(v flagValues, src flagSources, env Environment, goos string) (supervisor.Config, error) {
-	warm := v.warm
-	if warm == 0 {
-		warm = v.workers
-	} else if warm > v.workers {
-		return supervisor.Config{}, src.invalid("warm", "need 1 to %d (the worker limit)", v.workers)
+// parseSupervisor returns the workers' configuration of the flags, with the
+// defaults that depend on goos and env.
+func parseSupervisor(v flagValues, src flagSources, env Environment, goos string) (Supervisor, error) {
+	if v.warm > v.workers {
+		return Supervisor{}, src.invalid("warm", "need 1 to %d (the worker limit)", v.workers)
 	}
 	if v.allowNet != nil && v.disableNetworking {
 		// Either answer would surprise someone: refuse rather than guess.
-		return supervisor.Config{}, usageErrorf("%s and %s exclude each other", src.name("allow-net"), src.name("disable-networking"))
+		return Supervisor{}, usageErrorf("%s and %s exclude each other", src.name("allow-net"), src.name("disable-networking"))
 	}
 	if v.allowPrivateNet && (v.allowNet != nil || v.disableNetworking) {
 		other := "allow-net"
@@ -662,7 +840,7 @@ func parseSupervisor(v flagValues, src flagSources, env Environment, goos string
 		}
 		// --allow-net lists private hosts itself; the flag is for the
 		// default network only.
-		return supervisor.Config{}, usageErrorf("%s and %s exclude each other", src.name("allow-private-net"), src.name(other))
+		return Supervisor{}, usageErrorf("%s and %s exclude each other", src.name("allow-private-net"), src.name(other))
 	}
 	deno := v.deno
 	if deno == "" {
@@ -672,10 +850,10 @@ func parseSupervisor(v flagValues, src flagSources, env Environment, goos string
 	if cacheDir == "" {
 		var err error
 		if cacheDir, err = defaultCacheDir(goos, env); err != nil {
-			return supervisor.Config{}, usageErrorf("no cache directory: %w; set --cache-dir", err)
+			return Supervisor{}, usageErrorf("no cache directory: %w; set --cache-dir", err)
 		}
 	}
-	return supervisor.Config{
+	return Supervisor{
 		Deno:            deno,
 		CacheDir:        cacheDir,
 		Workers:         v.workers,
@@ -689,51 +867,22 @@ func parseSupervisor(v flagValues, src flagSources, env Environment, goos string
 		Networking:      !v.disableNetworking,
 		AllowNet:        v.allowNet,
 		PrivateNetworks: v.allowPrivateNet,
-		Warm:            warm,
-		Queue:           v.queue, // 0: the supervisor's default
+		Warm:            v.warm,  // 0 when not set, as for the supervisor
+		Queue:           v.queue, // likewise
 		QueueTimeout:    v.queueTimeout,
-		// 0 from the flag is no limit; not set, the supervisor's default.
-		MaxCallsPerPrincipal: perPrincipal(v.maxPerPrincipal, src.fs.Changed("max-calls-per-principal")),
+
+		MaxCallsPerPrincipal: halfUnlessSet(v.maxPerPrincipal, v.workers, src.fs.Changed("max-calls-per-principal")),
 		CodeLimit:            int(v.codeLimit),
 		Grace:                v.grace,
 		Files:                v.files,
 		FilesLimit:           v.filesLimit,
 		Mounts:               v.mounts,
-		MountLimits:          mount.Limits{MaxBytes: v.mountLimit, MaxFiles: v.mountFiles},
+		MountBytes:           v.mountLimit,
+		MountFiles:           v.mountFiles,
 		CacheLimit:           v.cacheLimit,
-		ToolCalls:            toolCalls(v.toolCalls),
-		SessionIdleCPU:       sessionIdleCPU(v.sessionIdleCPU),
-	}.WithDefaults(), nil
-}
-
-// toolCalls is supervisor.Config.ToolCalls for the flag's value n: 0 is
-// no limit there, and negative here.
-func toolCalls(n int) int {
-	if n == 0 {
-		return -1
-	}
-	return n
-}
-
-// sessionIdleCPU is supervisor.Config.SessionIdleCPU for the flag's value
-// n: 0 is the default there, and no limit here.
-func sessionIdleCPU(n float64) float64 {
-	if n == 0 {
-		return -1
-	}
-	return n
-}
-
-// perPrincipal is supervisor.Config.MaxCallsPerPrincipal for the flag's
-// value n: negative (no limit) for 0, the default when it is not set.
-func perPrincipal(n int, set bool) int {
-	switch {
-	case !set:
-		return 0
-	case n == 0:
-		return -1
-	}
-	return n
+		ToolCalls:            v.toolCalls,
+		SessionIdleCPU:       v.sessionIdleCPU,
+	}, nil
 }
 
 // halfUnlessSet is the value n of a cap per principal, or when it is not
@@ -747,8 +896,8 @@ func halfUnlessSet(n, all int, set bool) int {
 
 // parseFrontEndLimits returns the front end's limits of the flags, with the
 // request limit following the code limit unless it is set.
-func parseFrontEndLimits(v flagValues, src flagSources) (transport.Limits, error) {
-	l := transport.DefaultLimits(v.codeLimit)
+func parseFrontEndLimits(v flagValues, src flagSources) (Limits, error) {
+	l := Limits{RequestLimit: requestLimitFor(v.codeLimit)}
 	if v.requestLimitSet {
 		if v.requestLimit > 0 && v.codeLimit > 0 && v.requestLimit < v.codeLimit {
 			// Code under the code limit could not be sent: refuse rather
@@ -763,4 +912,14 @@ func parseFrontEndLimits(v flagValues, src flagSources) (transport.Limits, error
 	l.MCPSessionIdle = v.mcpSessionIdle
 	l.AllowOrigins = v.allowOrigins
 	return l, nil
+}
+
+// requestLimitFor returns the default request limit for a code limit: big
+// enough for the largest code escaped as JSON (6 bytes a byte at worst, and
+// a megabyte for the rest of the request), at most math.MaxInt.
+func requestLimitFor(codeLimit int64) int64 {
+	if codeLimit > (math.MaxInt-1<<20)/6 {
+		return math.MaxInt
+	}
+	return max(defaultRequestLimit, 6*codeLimit+1<<20)
 }

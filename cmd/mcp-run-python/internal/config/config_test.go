@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"math"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -11,12 +10,6 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
-
-	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcpserver"
-	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/render"
-	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/transport"
-	"github.com/mcp-run-python/mcp-run-python/supervisor"
-	"github.com/mcp-run-python/mcp-run-python/supervisor/mount"
 )
 
 // fakeEnv is an Environment with fixed answers.
@@ -65,9 +58,9 @@ func defaultConfig() Config {
 		Mode:       ModeStdio,
 		Host:       "127.0.0.1",
 		Port:       3001,
-		ReturnMode: render.ReturnXML,
+		ReturnMode: ReturnXML,
 		LogLevel:   zapcore.WarnLevel,
-		Supervisor: supervisor.Config{
+		Supervisor: Supervisor{
 			Deno:         "/usr/bin/deno",
 			CacheDir:     "/home/u/.cache/mcp-run-python",
 			Workers:      2,
@@ -76,23 +69,21 @@ func defaultConfig() Config {
 			MemoryLimit:  1 << 30,
 			Networking:   true,
 			IndexURL:     "https://pypi.org/simple/",
-			Warm:         2,
-			Queue:        128,
 			QueueTimeout: 30 * time.Second,
 
 			MaxCallsPerPrincipal: 1,
 			CodeLimit:            1 << 20,
 			Grace:                2 * time.Second,
-			StartTimeout:         supervisor.DefaultStartTimeout,
 			Files:                true,
-			FilesLimit:           supervisor.DefaultFilesLimit,
-			MountLimits:          mount.Limits{MaxBytes: supervisor.DefaultMountBytes, MaxFiles: supervisor.DefaultMountFiles},
+			FilesLimit:           32 << 20,
+			MountBytes:           64 << 20,
+			MountFiles:           10_000,
 			CacheLimit:           4 << 30,
-			ToolCalls:            supervisor.DefaultToolCalls,
-			SessionIdleCPU:       supervisor.DefaultSessionIdleCPU,
+			ToolCalls:            1000,
+			SessionIdleCPU:       0.1,
 		},
 		ShutdownTimeout: 10 * time.Second,
-		Limits: transport.Limits{
+		Limits: Limits{
 			RequestLimit:   8 << 20,
 			ReadTimeout:    30 * time.Second,
 			MaxConnections: 1024,
@@ -101,7 +92,7 @@ func defaultConfig() Config {
 
 			MaxMCPSessionsPerPrincipal: 128,
 		},
-		ToolSchema:      mcpserver.SchemaJSR,
+		ToolSchema:      SchemaJSR,
 		SessionIdle:     30 * time.Minute,
 		MaxSessions:     4,
 		FilesTTL:        30 * time.Minute,
@@ -129,7 +120,7 @@ func TestParseConfig(t *testing.T) {
 		{"flags after the mode", []string{"sse", "--port", "8080", "--host", "0.0.0.0"}, standardEnv(),
 			func(c *Config) { c.Mode, c.Port, c.Host = ModeSSE, 8080, "0.0.0.0" }},
 		{"flags before the mode", []string{"--port=8080", "--return-mode", "json", "streamable_http"}, standardEnv(),
-			func(c *Config) { c.Mode, c.Port, c.ReturnMode = ModeStreamableHTTP, 8080, render.ReturnJSON }},
+			func(c *Config) { c.Mode, c.Port, c.ReturnMode = ModeStreamableHTTP, 8080, ReturnJSON }},
 		{"hyphenated streamable-http", []string{"streamable-http"}, standardEnv(),
 			func(c *Config) { c.Mode = ModeStreamableHTTP }},
 		{"hyphenated streamable-http-stateless", []string{"streamable-http-stateless"}, standardEnv(),
@@ -175,7 +166,7 @@ func TestParseConfig(t *testing.T) {
 			func(c *Config) { c.Supervisor.Networking = false }},
 		{"allow net", []string{"stdio", "--allow-net", "Example.com:443, 127.0.0.1:8000,::1,[::1]:80,example.com:443,"}, standardEnv(),
 			func(c *Config) {
-				c.Supervisor.AllowNet = []string{"example.com:443", "127.0.0.1:8000", "[::1]", "[::1]:80"}
+				c.Supervisor.AllowNet = []string{"Example.com:443", " 127.0.0.1:8000", "::1", "[::1]:80", "example.com:443"} // package main checks them
 			}},
 		{"allow net from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_ALLOW_NET": "localhost"}),
 			func(c *Config) { c.Supervisor.AllowNet = []string{"localhost"} }},
@@ -185,7 +176,6 @@ func TestParseConfig(t *testing.T) {
 			func(c *Config) {
 				c.Supervisor.Workers, c.Supervisor.Timeout = 8, 90*time.Second
 				c.Supervisor.MemoryLimit, c.Supervisor.OutputLimit = 512<<20, 64<<10
-				c.Supervisor.Warm, c.Supervisor.Queue = 8, 512 // follow --workers
 				c.Supervisor.MaxCallsPerPrincipal = 4
 			}},
 		{"service flags", []string{"sse", "--workers", "4", "--warm", "1", "--queue", "3", "--queue-timeout", "1m",
@@ -199,7 +189,7 @@ func TestParseConfig(t *testing.T) {
 			}},
 		{"warm equal to workers", []string{"stdio", "--workers", "3", "--warm", "3"}, standardEnv(),
 			func(c *Config) {
-				c.Supervisor.Workers, c.Supervisor.Warm, c.Supervisor.Queue = 3, 3, 192
+				c.Supervisor.Workers, c.Supervisor.Warm = 3, 3
 				c.Supervisor.MaxCallsPerPrincipal = 2
 			}},
 		{"no limits and no shutdown wait", []string{"stdio", "--queue-timeout", "0", "--code-limit", "0", "--shutdown-timeout", "0s"}, standardEnv(),
@@ -232,7 +222,7 @@ func TestParseConfig(t *testing.T) {
 		{"calls per principal", []string{"stdio", "--max-calls-per-principal", "3"}, standardEnv(),
 			func(c *Config) { c.Supervisor.MaxCallsPerPrincipal = 3 }},
 		{"no limit of calls per principal", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_MAX_CALLS_PER_PRINCIPAL": "0"}),
-			func(c *Config) { c.Supervisor.MaxCallsPerPrincipal = -1 }},
+			func(c *Config) { c.Supervisor.MaxCallsPerPrincipal = 0 }},
 		{"oauth", []string{"streamable-http", "--oauth-issuer", "https://auth.example.com/realms/x", "--oauth-audience", "mcp-run-python",
 			"--oauth-scopes", "mcp:run, mcp:files", "--public-url", "https://mcp.example.com/mcp", "--metrics-auth",
 			"--tls-cert", "/etc/tls/crt.pem", "--tls-key", "/etc/tls/key.pem"}, standardEnv(),
@@ -251,7 +241,7 @@ func TestParseConfig(t *testing.T) {
 		{"code mode without limits", []string{"stdio", "--tools-config", "s.json", "--tool-calls", "0", "--tool-result-limit", "0"}, standardEnv(),
 			func(c *Config) {
 				c.Tools = Tools{File: "s.json"}
-				c.Supervisor.ToolCalls = -1
+				c.Supervisor.ToolCalls = 0
 			}},
 		{"static tokens from env", []string{"sse"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_AUTH_TOKEN_FILE": "/etc/mcp/tokens"}),
 			func(c *Config) { c.Mode, c.Auth.TokenFile = ModeSSE, "/etc/mcp/tokens" }},
@@ -276,7 +266,7 @@ func TestParseConfig(t *testing.T) {
 			"MCP_RUN_PYTHON_TIMEOUT":            "5s",
 			"MCP_RUN_PYTHON_LOG_LEVEL":          "error",
 		}), func(c *Config) {
-			c.Port, c.ReturnMode, c.LogLevel = 9000, render.ReturnJSON, zapcore.ErrorLevel
+			c.Port, c.ReturnMode, c.LogLevel = 9000, ReturnJSON, zapcore.ErrorLevel
 			c.Supervisor.Deps, c.Supervisor.Networking = []string{"a", "b"}, false
 			c.Supervisor.MemoryLimit, c.Supervisor.Timeout = 256<<20, 5*time.Second
 		}},
@@ -294,9 +284,9 @@ func TestParseConfig(t *testing.T) {
 			"--max-mcp-sessions", "10", "--mcp-session-idle", "2m", "--allow-origin", "https://App.example.com:443/, http://localhost:5173"}, standardEnv(),
 			func(c *Config) {
 				c.Mode = ModeSSE
-				c.Limits = transport.Limits{RequestLimit: 16 << 20, ReadTimeout: 5 * time.Second, MaxConnections: 100,
+				c.Limits = Limits{RequestLimit: 16 << 20, ReadTimeout: 5 * time.Second, MaxConnections: 100,
 					MaxMCPSessions: 10, MCPSessionIdle: 2 * time.Minute, MaxMCPSessionsPerPrincipal: 5,
-					AllowOrigins: []string{"https://app.example.com", "http://localhost:5173"}}
+					AllowOrigins: []string{"https://App.example.com:443/", "http://localhost:5173"}} // package main normalizes them
 			}},
 		{"front end limits off", []string{"stdio", "--request-limit", "0", "--max-connections", "0", "--max-mcp-sessions", "0",
 			"--mcp-session-idle", "0", "--allow-origin", "*"}, standardEnv(),
@@ -321,7 +311,7 @@ func TestParseConfig(t *testing.T) {
 			"MCP_RUN_PYTHON_MCP_SESSION_IDLE": "90s",
 			"MCP_RUN_PYTHON_ALLOW_ORIGIN":     "http://[::1]:8080",
 		}), func(c *Config) {
-			c.Limits = transport.Limits{RequestLimit: 2e6, ReadTimeout: time.Minute, MaxConnections: 64,
+			c.Limits = Limits{RequestLimit: 2e6, ReadTimeout: time.Minute, MaxConnections: 64,
 				MaxMCPSessions: 8, MCPSessionIdle: 90 * time.Second, AllowOrigins: []string{"http://[::1]:8080"},
 				MaxMCPSessionsPerPrincipal: 4}
 		}},
@@ -329,9 +319,9 @@ func TestParseConfig(t *testing.T) {
 			withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_MAX_MCP_SESSIONS": "8"}),
 			func(c *Config) { c.Limits.MaxMCPSessions, c.Limits.MaxMCPSessionsPerPrincipal = 3, 2 }},
 		{"pypi tool schema", []string{"stdio", "--tool-schema", "pypi"}, standardEnv(),
-			func(c *Config) { c.ToolSchema, c.LogLevel = mcpserver.SchemaPyPI, zapcore.InfoLevel }},
+			func(c *Config) { c.ToolSchema, c.LogLevel = SchemaPyPI, zapcore.InfoLevel }},
 		{"tool schema from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_TOOL_SCHEMA": "pypi"}),
-			func(c *Config) { c.ToolSchema, c.LogLevel = mcpserver.SchemaPyPI, zapcore.InfoLevel }},
+			func(c *Config) { c.ToolSchema, c.LogLevel = SchemaPyPI, zapcore.InfoLevel }},
 		{"sessions", []string{"stdio", "--sessions", "--session-idle", "5m", "--max-sessions", "1"}, standardEnv(),
 			func(c *Config) {
 				c.Sessions, c.SessionIdle, c.MaxSessions, c.MaxSessionsPerPrincipal = true, 5*time.Minute, 1, 1
@@ -360,7 +350,7 @@ func TestParseConfig(t *testing.T) {
 		{"session idle cpu", []string{"stdio", "--session-idle-cpu", "0.5"}, standardEnv(),
 			func(c *Config) { c.Supervisor.SessionIdleCPU = 0.5 }},
 		{"no session idle cpu limit", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_SESSION_IDLE_CPU": "0"}),
-			func(c *Config) { c.Supervisor.SessionIdleCPU = -1 }},
+			func(c *Config) { c.Supervisor.SessionIdleCPU = 0 }},
 		{"sessions off on the command line over env", []string{"stdio", "--sessions=false"},
 			withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_SESSIONS": "1"}), nil},
 		{"files off", []string{"stdio", "--files=false"}, standardEnv(),
@@ -388,11 +378,11 @@ func TestParseConfig(t *testing.T) {
 			c.FilesStoreLimitPerPrincipal = 1 << 30
 		}},
 		{"mount limits", []string{"stdio", "--mount-limit", "1GB", "--mount-files", "1"}, standardEnv(),
-			func(c *Config) { c.Supervisor.MountLimits = mount.Limits{MaxBytes: 1e9, MaxFiles: 1} }},
+			func(c *Config) { c.Supervisor.MountBytes, c.Supervisor.MountFiles = 1e9, 1 }},
 		{"mount limits from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{
 			"MCP_RUN_PYTHON_MOUNT_LIMIT": "512KiB",
 			"MCP_RUN_PYTHON_MOUNT_FILES": "100000",
-		}), func(c *Config) { c.Supervisor.MountLimits = mount.Limits{MaxBytes: 512 << 10, MaxFiles: 100000} }},
+		}), func(c *Config) { c.Supervisor.MountBytes, c.Supervisor.MountFiles = 512<<10, 100000 }},
 		{"version needs no mode", []string{"--version"}, standardEnv(),
 			func(c *Config) { *c = Config{Version: true} }},
 		{"wrong env values do not stop version", []string{"--version"}, withVars(standardEnv(), map[string]string{
@@ -417,6 +407,7 @@ func TestParseConfig(t *testing.T) {
 			if tt.change != nil {
 				tt.change(&want)
 			}
+			got.given = nil // what package main checks, tested there
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("Parse(%q)\n got: %+v\nwant: %+v", tt.args, got, want)
 			}
@@ -424,37 +415,21 @@ func TestParseConfig(t *testing.T) {
 	}
 }
 
-// TestParseConfigMounts covers --mount and MCP_RUN_PYTHON_MOUNT, which need
-// folders that exist.
+// TestParseConfigMounts covers --mount and MCP_RUN_PYTHON_MOUNT, one a
+// line; package main parses the lines and resolves them (wire_test.go
+// there).
 func TestParseConfigMounts(t *testing.T) {
-	dir, a, b := mountFolders(t)
-	missing := filepath.Join(dir, "missing")
 	tests := []struct {
-		name    string
-		args    []string
-		mounts  string // MCP_RUN_PYTHON_MOUNT, if not ""
-		want    []mount.Mount
-		wantErr string // the whole message
+		name   string
+		args   []string
+		mounts string // MCP_RUN_PYTHON_MOUNT, if not ""
+		want   []string
 	}{
 		{name: "none", args: []string{"stdio"}},
-		{name: "one", args: []string{"stdio", "--mount", a + ":/data"}, want: []mount.Mount{ro(a, "/data")}},
-		{name: "repeated", args: []string{"--mount", a + ":/a:rw", "stdio", "--mount=" + b + ":/b:ro"},
-			want: []mount.Mount{rw(a, "/a"), ro(b, "/b")}},
-		{name: "one from env", args: []string{"stdio"}, mounts: a + ":/data:rw", want: []mount.Mount{rw(a, "/data")}},
-		{name: "several from env, one a line", args: []string{"stdio"}, mounts: a + ":/a\r\n\n" + b + ":/b:rw\n",
-			want: []mount.Mount{ro(a, "/a"), rw(b, "/b")}},
-		{name: "command line wins over env", args: []string{"stdio", "--mount", b + ":/b"}, mounts: a + ":/a\n" + a + ":/c",
-			want: []mount.Mount{ro(b, "/b")}},
-		{name: "missing host folder", args: []string{"stdio", "--mount", missing + ":/data"},
-			wantErr: "invalid value " + strconv.Quote(missing+":/data") + " for --mount: " + missing + ":/data:ro: host folder: "},
-		{name: "missing host folder from env", args: []string{"stdio"}, mounts: a + ":/a\n" + missing + ":/m",
-			wantErr: "invalid value " + strconv.Quote(a+":/a\n"+missing+":/m") + " for MCP_RUN_PYTHON_MOUNT: " + missing + ":/m:ro: host folder: "},
-		{name: "bad spec from env", args: []string{"stdio"}, mounts: a + ":/a\nb:data",
-			wantErr: `" for MCP_RUN_PYTHON_MOUNT: "b:data": SANDBOX "data" is not an absolute path`},
-		{name: "overlap", args: []string{"stdio", "--mount", a + ":/data", "--mount", b + ":/data/b"},
-			wantErr: "invalid value " + strconv.Quote(b+":/data/b") + " for --mount: --mount " + a + ":/data:ro and --mount " + b + ":/data/b:ro overlap in the sandbox"},
-		{name: "overlap from env", args: []string{"stdio"}, mounts: a + ":/data:rw\n" + b + ":/data",
-			wantErr: "overlap in the sandbox; give each its own path"},
+		{name: "one", args: []string{"stdio", "--mount", "/a:/data"}, want: []string{"/a:/data"}},
+		{name: "repeated", args: []string{"--mount", "/a:/a:rw", "stdio", "--mount=/b:/b:ro"}, want: []string{"/a:/a:rw", "/b:/b:ro"}},
+		{name: "several from env, one a line", args: []string{"stdio"}, mounts: "/a:/a\r\n\n/b:/b:rw\n", want: []string{"/a:/a", "/b:/b:rw"}},
+		{name: "command line wins over env", args: []string{"stdio", "--mount", "/b:/b"}, mounts: "/a:/a\n/a:/c", want: []string{"/b:/b"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -463,17 +438,11 @@ func TestParseConfigMounts(t *testing.T) {
 				env.vars = map[string]string{"MCP_RUN_PYTHON_MOUNT": tt.mounts}
 			}
 			got, err := parse(tt.args, env.environment(), "linux")
-			if tt.wantErr != "" {
-				if _, ok := errors.AsType[*UsageError](err); !ok || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("Parse(%q) error = %v, want a *UsageError with %q", tt.args, err, tt.wantErr)
-				}
-				return
-			}
 			if err != nil {
 				t.Fatalf("Parse(%q): %v", tt.args, err)
 			}
 			if !reflect.DeepEqual(got.Supervisor.Mounts, tt.want) {
-				t.Errorf("Parse(%q) mounts %v, want %v", tt.args, got.Supervisor.Mounts, tt.want)
+				t.Errorf("Parse(%q) mounts %q, want %q", tt.args, got.Supervisor.Mounts, tt.want)
 			}
 		})
 	}
@@ -531,14 +500,7 @@ func TestParseConfigUsageErrors(t *testing.T) {
 		{"bad shutdown timeout from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_SHUTDOWN_TIMEOUT": "soon"}), "MCP_RUN_PYTHON_SHUTDOWN_TIMEOUT"},
 		{"bad env value", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_PORT": "abc"}), "MCP_RUN_PYTHON_PORT"},
 		{"bad env value checked later", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_RETURN_MODE": "yaml"}), "MCP_RUN_PYTHON_RETURN_MODE"},
-		{"index URL of another scheme", []string{"stdio", "--index-url", "ftp://mirror/simple"}, standardEnv(), "--index-url"},
-		{"empty index URL", []string{"stdio", "--index-url", ""}, standardEnv(), "--index-url"},
-		{"pyodide index URL of another scheme", []string{"stdio", "--pyodide-index-url", "s3://bucket/"}, standardEnv(), "--pyodide-index-url"},
-		{"bad requirement in deps", []string{"stdio", "--deps", "numpy,pydantic>=>2"}, standardEnv(), "--deps"},
-		{"allow net with a URL", []string{"stdio", "--allow-net", "https://example.com"}, standardEnv(), "--allow-net"},
-		{"allow net with a bad port", []string{"stdio", "--allow-net", "a.com:1,b.com:99999"}, standardEnv(), `"b.com:99999"`},
 		{"allow net without a host", []string{"stdio", "--allow-net", " , "}, standardEnv(), "no host given"},
-		{"allow net from env with a bad host", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_ALLOW_NET": "a b"}), "MCP_RUN_PYTHON_ALLOW_NET"},
 		{"allow net and no network", []string{"stdio", "--allow-net", "a.com", "--disable-networking"}, standardEnv(), "--allow-net and --disable-networking exclude each other"},
 		{"private networks and an allow list", []string{"stdio", "--allow-private-net", "--allow-net", "a.com"}, standardEnv(), "--allow-private-net and --allow-net exclude each other"},
 		{"private networks and no network", []string{"stdio", "--allow-private-net", "--disable-networking"}, standardEnv(), "--allow-private-net and --disable-networking exclude each other"},
@@ -552,9 +514,6 @@ func TestParseConfigUsageErrors(t *testing.T) {
 		{"negative max connections", []string{"stdio", "--max-connections", "-1"}, standardEnv(), "--max-connections"},
 		{"negative max mcp sessions", []string{"stdio", "--max-mcp-sessions", "-2"}, standardEnv(), "--max-mcp-sessions"},
 		{"negative mcp session idle", []string{"stdio", "--mcp-session-idle", "-1m"}, standardEnv(), "--mcp-session-idle"},
-		{"allow origin with a path", []string{"stdio", "--allow-origin", "https://a.example.com/app"}, standardEnv(), "--allow-origin"},
-		{"allow origin without a scheme", []string{"stdio", "--allow-origin", "a.example.com"}, standardEnv(), `"a.example.com" is not an origin`},
-		{"allow origin null", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_ALLOW_ORIGIN": "null"}), "MCP_RUN_PYTHON_ALLOW_ORIGIN"},
 		{"empty host", []string{"stdio", "--host", ""}, standardEnv(), "--host"},
 		{"bad bool from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_OFFLINE": "maybe"}), "MCP_RUN_PYTHON_OFFLINE"},
 		{"wrong value with help", []string{"--help", "--workers", "0"}, standardEnv(), "--workers"},
@@ -586,7 +545,6 @@ func TestParseConfigUsageErrors(t *testing.T) {
 		{"prune with an argument", []string{"cache", "--prune", "all"}, standardEnv(), "expected one mode"},
 		{"fetch nothing", []string{"fetch"}, standardEnv(), "fetch needs the packages to fetch"},
 		{"mirror with a server mode", []string{"stdio", "--mirror", "mirror"}, standardEnv(), "--mirror is for the fetch mode, not stdio"},
-		{"fetch a bad requirement", []string{"fetch", "numpy>>2"}, standardEnv(), "fetch: "},
 		{"fetch with TLS", []string{"fetch", "numpy", "--tls-cert", "c.pem", "--tls-key", "k.pem"}, standardEnv(), "not fetch"},
 		{"TLS with the cache mode", []string{"cache", "--tls-cert", "c.pem", "--tls-key", "k.pem"}, standardEnv(), "not cache"},
 		{"malformed files store limit", []string{"stdio", "--files-store-limit", "1 TiB of disk"}, standardEnv(), "--files-store-limit"},
@@ -604,8 +562,6 @@ func TestParseConfigUsageErrors(t *testing.T) {
 		{"zero mount files", []string{"stdio", "--mount-files", "0"}, standardEnv(), "--mount-files"},
 		{"negative mount files", []string{"stdio", "--mount-files", "-10"}, standardEnv(), "--mount-files"},
 		{"mount files not a number", []string{"stdio", "--mount-files", "1e4"}, standardEnv(), "--mount-files"},
-		{"mount without a sandbox path", []string{"stdio", "--mount", "data"}, standardEnv(), "no SANDBOX path"},
-		{"mount of a missing host folder", []string{"stdio", "--mount", "/nonexistent-mcp-run-python-test:/data"}, standardEnv(), "host folder"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -697,10 +653,6 @@ func TestParseConfigMessages(t *testing.T) {
 			`invalid value "0s" for MCP_RUN_PYTHON_SESSION_IDLE: must be positive`},
 		{"tool schema", []string{"stdio", "--tool-schema", "npm"}, nil,
 			`invalid value "npm" for --tool-schema: unknown tool schema "npm": want jsr (upstream's JSR release, the default) or pypi (its PyPI release 0.0.22)`},
-		{"mount spec", []string{"stdio", "--mount", "data"}, nil,
-			`invalid value "data" for --mount: "data": no SANDBOX path; want HOST:SANDBOX[:ro|rw], such as ./data:/data or C:\data:/data:rw`},
-		{"mount spec from env", []string{"stdio"}, map[string]string{"MCP_RUN_PYTHON_MOUNT": "/:/x:rx"},
-			`invalid value "/:/x:rx" for MCP_RUN_PYTHON_MOUNT: "/:/x:rx": mode "rx" is neither ro nor rw; want HOST:SANDBOX[:ro|rw], such as ./data:/data or C:\data:/data:rw`},
 		{"missing value", []string{"stdio", "--port"}, nil, `flag needs an argument: --port`},
 		{"unknown flag", []string{"stdio", "--bogus"}, nil, `unknown flag: --bogus`},
 	}

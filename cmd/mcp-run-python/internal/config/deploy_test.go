@@ -10,8 +10,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/mcp-run-python/mcp-run-python/supervisor"
 )
 
 // TestServiceDefinitions checks the service definitions in deploy/ against
@@ -54,9 +52,14 @@ func TestServiceDefinitions(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", file, err)
 			}
-			if cfg.Supervisor.Queue == 0 { // the supervisor's default
-				cfg.Supervisor.Queue = supervisor.DefaultQueuePerWorker * cfg.Supervisor.Workers
+			// The supervisor's defaults, which a unit may state.
+			if cfg.Supervisor.Warm == 0 {
+				cfg.Supervisor.Warm = cfg.Supervisor.Workers
 			}
+			if cfg.Supervisor.Queue == 0 {
+				cfg.Supervisor.Queue = queuePerWorker * cfg.Supervisor.Workers
+			}
+			cfg.given = nil // as given, not what it comes to
 			return cfg
 		}
 		defaults := parse(nil)

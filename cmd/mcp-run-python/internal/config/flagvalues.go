@@ -21,11 +21,6 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"go.uber.org/zap/zapcore"
-
-	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/transport"
-	"github.com/mcp-run-python/mcp-run-python/permissions"
-	"github.com/mcp-run-python/mcp-run-python/supervisor/mount"
-	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 )
 
 // intFlag is an integer from min to max, written as Go writes it (0x10 too).
@@ -223,20 +218,6 @@ func (b *byteSize) Set(s string) error {
 func (b *byteSize) String() string { return b.text }
 func (b *byteSize) Type() string   { return "string" }
 
-// sizeText writes n bytes as a size flag takes it, exactly, in the largest
-// of GiB, MiB and KiB that divides it: defaults defined in bytes elsewhere.
-func sizeText(n int64) string {
-	for _, unit := range []struct {
-		shift uint
-		name  string
-	}{{30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
-		if n > 0 && n%(1<<unit.shift) == 0 {
-			return strconv.FormatInt(n>>unit.shift, 10) + unit.name
-		}
-	}
-	return strconv.FormatInt(n, 10)
-}
-
 // choice is one of a few words, in any case; it keeps the lower-case word.
 type choice[T ~string] struct {
 	p       *T
@@ -352,14 +333,9 @@ func parseScopes(s string) ([]string, error) {
 	return out, nil
 }
 
-// checkOptionalLocation is packages.CheckLocation, where "" means the
-// default.
-func checkOptionalLocation(s string) error {
-	if s == "" {
-		return nil
-	}
-	return packages.CheckLocation(s)
-}
+// checkedByMain accepts every value of a flag whose rules are a program
+// package's: package main checks them (Config.Check).
+func checkedByMain(string) error { return nil }
 
 // listFlag is a comma-separated list that parse splits and checks.
 type listFlag struct {
@@ -383,108 +359,79 @@ func (f *listFlag) Type() string   { return "string" }
 const mountForm = "HOST:SANDBOX[:ro|rw]"
 
 // mountFlag is --mount, repeatable: each value adds its mounts, one a line,
-// so that the one environment variable can hold several. A line is parsed
-// and its host folder resolved at once (see mount.Resolve), so that a
-// mistake shows at start; blank lines are skipped and a line may end in
-// CRLF. No separator but the newline is safe: a HOST may hold ':' (C:\data),
-// ';', ',' or spaces.
-type mountFlag struct{ p *[]mount.Mount }
+// so that the one environment variable can hold several; blank lines are
+// skipped and a line may end in CRLF. No separator but the newline is safe:
+// a HOST may hold ':' (C:\data), ';', ',' or spaces. Package main parses
+// the lines and resolves their host folders (Config.Check), so that a
+// mistake shows at start.
+type mountFlag struct{ p *[]string }
 
 func (f *mountFlag) Set(s string) error {
-	mounts := slices.Clone(*f.p)
-	for line := range strings.Lines(s) {
-		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		m, err := mount.Parse(line)
-		if err == nil {
-			m, err = m.Resolve()
-		}
-		if err != nil {
-			// The message starts with "--mount", which ours says already,
-			// or names the environment variable instead.
-			return errors.New(strings.TrimPrefix(err.Error(), "--mount "))
-		}
-		mounts = append(mounts, m)
-	}
-	if err := mount.CheckOverlap(mounts); err != nil {
-		return err
-	}
-	*f.p = mounts
+	*f.p = append(*f.p, SplitLines(s)...)
 	return nil
 }
 
-// String gives the mounts one a line, resolved, as Set takes them back.
-func (f *mountFlag) String() string {
-	lines := make([]string, len(*f.p))
-	for i, m := range *f.p {
-		lines[i] = m.String()
+// SplitLines returns the lines of a value that holds one entry a line, such
+// as --mount's, skipping blank ones; a line may end in CRLF.
+func SplitLines(s string) []string {
+	var lines []string
+	for line := range strings.Lines(s) {
+		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+		if strings.TrimSpace(line) != "" {
+			lines = append(lines, line)
+		}
 	}
-	return strings.Join(lines, "\n")
+	return lines
 }
+
+// String gives the mounts one a line, as Set takes them back.
+func (f *mountFlag) String() string { return strings.Join(*f.p, "\n") }
 
 func (f *mountFlag) Type() string { return mountForm }
 
-// parseDeps splits --deps at commas, as upstream did, dropping empty entries,
-// and checks each requirement.
+// SplitList returns the entries of a comma-separated list, such as --deps or
+// --allow-net, skipping blank ones, as they are: untrimmed.
+func SplitList(s string) []string {
+	var entries []string
+	for entry := range strings.SplitSeq(s, ",") {
+		if strings.TrimSpace(entry) != "" {
+			entries = append(entries, entry)
+		}
+	}
+	return entries
+}
+
+// parseDeps splits --deps at commas, as upstream did, dropping empty
+// entries; package main checks each requirement (Config.Check).
 func parseDeps(s string) ([]string, error) {
 	var deps []string
-	for dep := range strings.SplitSeq(s, ",") {
-		if dep = strings.TrimSpace(dep); dep == "" {
-			continue
-		}
-		if _, err := packages.ParseRequirement(dep); err != nil {
-			return nil, err
-		}
-		deps = append(deps, dep)
+	for _, dep := range SplitList(s) {
+		deps = append(deps, strings.TrimSpace(dep))
 	}
 	return deps, nil
 }
 
-// parseAllowNet splits --allow-net at commas and checks each host, dropping
-// repeats; nil for "", the flag not set. A list that names no host is an
-// error: it would mean either everything or nothing.
+// parseAllowNet splits --allow-net at commas; nil for "", the flag not set.
+// A list that names no host is an error: it would mean either everything or
+// nothing. Package main checks each host and drops repeats (Config.Check).
 func parseAllowNet(s string) ([]string, error) {
 	if s == "" {
 		return nil, nil
 	}
-	var hosts []string
-	for entry := range strings.SplitSeq(s, ",") {
-		if strings.TrimSpace(entry) == "" {
-			continue
-		}
-		host, err := permissions.ParseHost(entry)
-		if err != nil {
-			return nil, err
-		}
-		if !slices.Contains(hosts, host) {
-			hosts = append(hosts, host)
-		}
-	}
+	hosts := SplitList(s)
 	if len(hosts) == 0 {
 		return nil, errors.New("no host given; use --disable-networking for no network at all")
 	}
 	return hosts, nil
 }
 
-// parseAllowOrigin splits --allow-origin at commas into origins as
-// browsers send them (see transport.NormalizeOrigin), or "*".
+// parseAllowOrigin splits --allow-origin at commas into its entries,
+// trimmed; package main turns them into origins as browsers send them
+// (Config.Check).
 func parseAllowOrigin(s string) ([]string, error) {
 	var origins []string
-	for entry := range strings.SplitSeq(s, ",") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			continue
-		}
-		if entry != "*" {
-			origin, ok := transport.NormalizeOrigin(entry)
-			if !ok {
-				return nil, fmt.Errorf("%q is not an origin such as https://app.example.com or http://localhost:5173", entry)
-			}
-			entry = origin
-		}
-		origins = append(origins, entry)
+	for _, entry := range SplitList(s) {
+		origins = append(origins, strings.TrimSpace(entry))
 	}
 	return origins, nil
 }

@@ -15,8 +15,6 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
-
-	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcpserver"
 )
 
 // pypiFlagNames returns the pflag normalization that maps the other names
@@ -73,7 +71,7 @@ func parseLogLevel(v flagValues, src flagSources) (zapcore.Level, error) {
 		return 0, usageErrorf("%s and %s exclude each other", src.name("verbose"), src.name("log-level"))
 	case v.verbose && (!levelSet || levelFromEnv):
 		return zapcore.DebugLevel, nil
-	case !levelSet && v.toolSchema == mcpserver.SchemaPyPI:
+	case !levelSet && v.toolSchema == SchemaPyPI:
 		return zapcore.InfoLevel, nil
 	}
 	return v.logLevel, nil

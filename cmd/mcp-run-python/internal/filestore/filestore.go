@@ -22,6 +22,8 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/gofrs/flock"
 	"go.uber.org/zap"
+
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/identity"
 )
 
 // Config is a store's configuration.
@@ -34,12 +36,12 @@ type Config struct {
 	// MaxFiles caps their number, as empty files cost memory and inodes
 	// though no bytes; 0 means 10000.
 	MaxFiles int
-	// MaxBytesPerOwner and MaxFilesPerOwner, when above 0, cap what one
-	// owner keeps, so that one caller cannot fill the store, whose
+	// MaxBytesPerPrincipal and MaxFilesPerPrincipal, when above 0, cap what
+	// one owner keeps, so that one caller cannot fill the store, whose
 	// sessions' files are never evicted. The owner "" (callers the server
 	// cannot tell apart) has only the store's caps.
-	MaxBytesPerOwner int64
-	MaxFilesPerOwner int
+	MaxBytesPerPrincipal int64
+	MaxFilesPerPrincipal int
 	// TTL is how long a call's files are kept.
 	TTL time.Duration
 	// Now is the clock; nil means time.Now.
@@ -86,7 +88,7 @@ type Store struct {
 	// callBytes is the part of bytes that call files hold.
 	callBytes int64
 	// owners is what each owner keeps.
-	owners map[string]*usage
+	owners map[identity.Principal]*usage
 	closed bool
 }
 
@@ -98,7 +100,7 @@ type usage struct {
 
 // scopeFiles are a scope's files, which only their owner may see.
 type scopeFiles struct {
-	owner string
+	owner identity.Principal
 	files map[string]*file // by path
 	bytes int64
 }
@@ -128,8 +130,8 @@ func Open(cfg Config, log *zap.Logger) (*Store, error) {
 		return nil, fmt.Errorf("file store: the size cap must be positive, not %d", cfg.MaxBytes)
 	case cfg.MaxFiles < 0:
 		return nil, fmt.Errorf("file store: the file count cap must not be negative, not %d", cfg.MaxFiles)
-	case cfg.MaxBytesPerOwner < 0 || cfg.MaxFilesPerOwner < 0:
-		return nil, fmt.Errorf("file store: the caps per owner must not be negative, not %d bytes and %d files", cfg.MaxBytesPerOwner, cfg.MaxFilesPerOwner)
+	case cfg.MaxBytesPerPrincipal < 0 || cfg.MaxFilesPerPrincipal < 0:
+		return nil, fmt.Errorf("file store: the caps per owner must not be negative, not %d bytes and %d files", cfg.MaxBytesPerPrincipal, cfg.MaxFilesPerPrincipal)
 	case cfg.TTL <= 0:
 		return nil, fmt.Errorf("file store: the TTL must be positive, not %s", cfg.TTL)
 	}
@@ -152,7 +154,7 @@ func Open(cfg Config, log *zap.Logger) (*Store, error) {
 	} else if !ok {
 		return nil, fmt.Errorf("file store: %s: %w", cfg.Dir, errInUse)
 	}
-	s := &Store{cfg: cfg, log: log, lock: lock, scopes: map[Scope]*scopeFiles{}, calls: list.New(), owners: map[string]*usage{}}
+	s := &Store{cfg: cfg, log: log, lock: lock, scopes: map[Scope]*scopeFiles{}, calls: list.New(), owners: map[identity.Principal]*usage{}}
 	if err := s.removeAll(); err != nil {
 		log.Warn("cannot remove the files an earlier run left", zap.String("dir", cfg.Dir), zap.Error(err))
 	}
@@ -182,13 +184,13 @@ func OpenFree(parent string, cfg Config, log *zap.Logger) (*Store, error) {
 	return nil, fmt.Errorf("file store: all %d directories under %s are in use", maxSlots, parent)
 }
 
-// Put keeps data as the file at path p of scope, for owner, an opaque name
-// of who may Get it. A file already at p is replaced. When the file does
+// Put keeps data as the file at path p of scope, for owner, the principal
+// who may Get it. A file already at p is replaced. When the file does
 // not fit, expired files go first, then the oldest files of calls other
 // than scope: owner's own when it is past its caps, anyone's when the
 // store is; a session's files never go. If it still does not fit, Put
 // keeps nothing and its error, which names the cap, wraps ErrFull.
-func (s *Store) Put(owner string, scope Scope, p string, data []byte) (Entry, error) {
+func (s *Store) Put(owner identity.Principal, scope Scope, p string, data []byte) (Entry, error) {
 	if !scope.valid() {
 		return Entry{}, fmt.Errorf("invalid scope id %q", scope.id)
 	}
@@ -235,7 +237,7 @@ func (s *Store) Put(owner string, scope Scope, p string, data []byte) (Entry, er
 
 // Get is the file at uri, if owner put it and it has not expired; else the
 // error is ErrNotFound.
-func (s *Store) Get(owner, uri string) (Entry, []byte, error) {
+func (s *Store) Get(owner identity.Principal, uri string) (Entry, []byte, error) {
 	scope, p, ok := parseURI(uri)
 	if !ok {
 		return Entry{}, nil, ErrNotFound
@@ -257,7 +259,7 @@ func (s *Store) Get(owner, uri string) (Entry, []byte, error) {
 
 // Has reports whether Get would find a file at uri for owner, without
 // reading it.
-func (s *Store) Has(owner, uri string) bool {
+func (s *Store) Has(owner identity.Principal, uri string) bool {
 	scope, p, ok := parseURI(uri)
 	if !ok {
 		return false
@@ -270,7 +272,7 @@ func (s *Store) Has(owner, uri string) bool {
 
 // List is the files of scope that owner put and that have not expired,
 // sorted by path.
-func (s *Store) List(owner string, scope Scope) []Entry {
+func (s *Store) List(owner identity.Principal, scope Scope) []Entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sf := s.visible(owner, scope)
@@ -298,7 +300,7 @@ func (s *Store) Drop(scope Scope) {
 
 // Remove forgets owner's file at path in scope, if there is one: a
 // session's code deleted it.
-func (s *Store) Remove(owner string, scope Scope, p string) {
+func (s *Store) Remove(owner identity.Principal, scope Scope, p string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sf := s.visible(owner, scope); sf != nil {
@@ -343,7 +345,7 @@ func (s *Store) Close() error {
 
 // visible is scope's files if owner may see them, with the expired ones
 // removed, or nil.
-func (s *Store) visible(owner string, scope Scope) *scopeFiles {
+func (s *Store) visible(owner identity.Principal, scope Scope) *scopeFiles {
 	sf := s.scopes[scope]
 	if sf == nil || sf.owner != owner {
 		return nil
@@ -361,7 +363,7 @@ func (s *Store) visible(owner string, scope Scope) *scopeFiles {
 // store's, keeping scope's own: the result of a call must not link to files
 // that its later files pushed out. It evicts nothing unless that makes
 // room.
-func (s *Store) makeRoom(owner string, scope Scope, size int64, now time.Time) error {
+func (s *Store) makeRoom(owner identity.Principal, scope Scope, size int64, now time.Time) error {
 	if s.ownerFits(owner, size, usage{}) && s.fits(size, usage{}) {
 		return nil
 	}
@@ -370,11 +372,11 @@ func (s *Store) makeRoom(owner string, scope Scope, size int64, now time.Time) e
 	mine := func(f *file) bool { return s.scopes[f.scope].owner == owner }
 	if free := s.evictable(scope, mine); !s.ownerFits(owner, size, free) {
 		u := s.used(owner)
-		if s.cfg.MaxFilesPerOwner > 0 && u.files-free.files >= s.cfg.MaxFilesPerOwner {
-			return fmt.Errorf("%w: you keep the %d files one caller may keep (--max-files-per-principal); a session's files go when it ends", ErrFull, s.cfg.MaxFilesPerOwner)
+		if s.cfg.MaxFilesPerPrincipal > 0 && u.files-free.files >= s.cfg.MaxFilesPerPrincipal {
+			return fmt.Errorf("%w: you keep the %d files one caller may keep (--max-files-per-principal); a session's files go when it ends", ErrFull, s.cfg.MaxFilesPerPrincipal)
 		}
 		return fmt.Errorf("%w: a %s file does not fit in the %s one caller may keep (--files-store-limit-per-principal), of which you use %s; a session's files go when it ends",
-			ErrFull, humanize.IBytes(uint64(size)), humanize.IBytes(uint64(s.cfg.MaxBytesPerOwner)), humanize.IBytes(uint64(u.bytes-free.bytes)))
+			ErrFull, humanize.IBytes(uint64(size)), humanize.IBytes(uint64(s.cfg.MaxBytesPerPrincipal)), humanize.IBytes(uint64(u.bytes-free.bytes)))
 	}
 	anyone := func(*file) bool { return true }
 	if free := s.evictable(scope, anyone); !s.fits(size, free) {
@@ -421,7 +423,7 @@ func (s *Store) evict(scope Scope, match func(*file) bool, done func() bool, siz
 }
 
 // used is what owner keeps.
-func (s *Store) used(owner string) usage {
+func (s *Store) used(owner identity.Principal) usage {
 	if u := s.owners[owner]; u != nil {
 		return *u
 	}
@@ -436,13 +438,13 @@ func (s *Store) fits(size int64, free usage) bool {
 
 // ownerFits reports whether a file of size fits in owner's caps once files
 // of free are gone.
-func (s *Store) ownerFits(owner string, size int64, free usage) bool {
+func (s *Store) ownerFits(owner identity.Principal, size int64, free usage) bool {
 	if owner == "" {
 		return true
 	}
 	u := s.used(owner)
-	return (s.cfg.MaxBytesPerOwner <= 0 || u.bytes-free.bytes+size <= s.cfg.MaxBytesPerOwner) &&
-		(s.cfg.MaxFilesPerOwner <= 0 || u.files-free.files < s.cfg.MaxFilesPerOwner)
+	return (s.cfg.MaxBytesPerPrincipal <= 0 || u.bytes-free.bytes+size <= s.cfg.MaxBytesPerPrincipal) &&
+		(s.cfg.MaxFilesPerPrincipal <= 0 || u.files-free.files < s.cfg.MaxFilesPerPrincipal)
 }
 
 // expire removes the calls' files that have expired.
@@ -457,7 +459,7 @@ func (s *Store) expire(now time.Time) {
 }
 
 // add indexes f, written to disk, as owner's.
-func (s *Store) add(owner string, f *file, now time.Time) {
+func (s *Store) add(owner identity.Principal, f *file, now time.Time) {
 	sf := s.scopes[f.scope]
 	if sf == nil {
 		sf = &scopeFiles{owner: owner, files: map[string]*file{}}

@@ -12,9 +12,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/zap/zaptest"
+
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/identity"
 )
 
 const ttl = 30 * time.Minute
@@ -54,7 +57,7 @@ func open(t *testing.T, cfg Config) (*Store, *clock) {
 	return s, c
 }
 
-func put(t *testing.T, s *Store, owner string, sc Scope, p, data string) Entry {
+func put(t *testing.T, s *Store, owner identity.Principal, sc Scope, p, data string) Entry {
 	t.Helper()
 	e, err := s.Put(owner, sc, p, []byte(data))
 	if err != nil {
@@ -64,7 +67,7 @@ func put(t *testing.T, s *Store, owner string, sc Scope, p, data string) Entry {
 }
 
 // mustGet checks that owner gets want at uri.
-func mustGet(t *testing.T, s *Store, owner, uri, want string) {
+func mustGet(t *testing.T, s *Store, owner identity.Principal, uri, want string) {
 	t.Helper()
 	_, data, err := s.Get(owner, uri)
 	if err != nil || string(data) != want {
@@ -73,7 +76,7 @@ func mustGet(t *testing.T, s *Store, owner, uri, want string) {
 }
 
 // notFound checks that owner gets ErrNotFound, and nothing else, at uri.
-func notFound(t *testing.T, s *Store, owner, uri string) {
+func notFound(t *testing.T, s *Store, owner identity.Principal, uri string) {
 	t.Helper()
 	e, data, err := s.Get(owner, uri)
 	if err != ErrNotFound || e != (Entry{}) || data != nil {
@@ -154,7 +157,11 @@ func TestNotFound(t *testing.T) {
 	b := put(t, s, "alice", call, "b.txt", "secret")
 	put(t, s, "alice", SessionScope("s2"), "gone.txt", "x")
 	s.Drop(SessionScope("s2"))
-	tests := []struct{ name, owner, uri string }{
+	tests := []struct {
+		name  string
+		owner identity.Principal
+		uri   string
+	}{
 		{"other owner's session file", "mallory", a.URI},
 		{"other owner's call file", "mallory", b.URI},
 		{"empty owner", "", a.URI},
@@ -355,8 +362,9 @@ func TestEviction(t *testing.T) {
 // other owners still keep theirs. The owner "" has the store's caps only.
 func TestCapsPerOwner(t *testing.T) {
 	type owned struct {
-		owner, scope, path string
-		size               int
+		owner       identity.Principal
+		scope, path string
+		size        int
 	}
 	tests := []struct {
 		name     string
@@ -394,7 +402,7 @@ func TestCapsPerOwner(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, c := open(t, Config{MaxBytes: 100, MaxFiles: 10, MaxBytesPerOwner: 50, MaxFilesPerOwner: 3})
+			s, c := open(t, Config{MaxBytes: 100, MaxFiles: 10, MaxBytesPerPrincipal: 50, MaxFilesPerPrincipal: 3})
 			scopes := map[string]Scope{}
 			var err error
 			for _, st := range tt.steps {
@@ -416,7 +424,7 @@ func TestCapsPerOwner(t *testing.T) {
 			var kept []string
 			for _, st := range tt.steps {
 				if _, _, err := s.Get(st.owner, scopes[st.scope].uri(st.path)); err == nil {
-					kept = append(kept, st.owner+"/"+st.scope+"/"+st.path)
+					kept = append(kept, string(st.owner)+"/"+st.scope+"/"+st.path)
 				}
 			}
 			if !slices.Equal(kept, tt.wantKept) {
@@ -601,9 +609,9 @@ func TestConcurrent(t *testing.T) {
 	s, _ := open(t, Config{MaxBytes: 4096, MaxFiles: 50, Now: time.Now})
 	var wg sync.WaitGroup
 	for w := range 8 {
-		owner := fmt.Sprint("owner", w)
+		owner := identity.Principal(fmt.Sprint("owner", w))
 		wg.Go(func() {
-			session := SessionScope(owner)
+			session := SessionScope(string(owner))
 			for i := range 100 {
 				sc := session
 				if i%2 == 0 {
@@ -678,4 +686,30 @@ func TestOpenFreeTakesTheFirstFreeDirectory(t *testing.T) {
 	for _, s := range append(stores, s) {
 		_ = s.Close()
 	}
+}
+
+// TestExpiryOnTheDefaultClock: without Config.Now the store reads the
+// time package's clock, which a synctest bubble fakes: a call's file is
+// read until its TTL, to the nanosecond, and not after; a session's stays.
+func TestExpiryOnTheDefaultClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := Open(Config{Dir: filepath.Join(t.TempDir(), "files"), MaxBytes: 1 << 20, TTL: ttl}, zaptest.NewLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Error(err)
+			}
+		})
+		keep := put(t, s, "o", SessionScope("s"), "keep.txt", "kept")
+		e := put(t, s, "o", NewCallScope(), "out.txt", "12345")
+		time.Sleep(ttl - time.Nanosecond)
+		mustGet(t, s, "o", e.URI, "12345")
+		time.Sleep(time.Nanosecond)
+		notFound(t, s, "o", e.URI)
+		time.Sleep(100 * ttl)
+		s.Sweep()
+		mustGet(t, s, "o", keep.URI, "kept")
+	})
 }

@@ -20,9 +20,11 @@ const (
 	maxPathLen = 4096
 )
 
-// Scope is what a file belongs to: a Python session, whose files live until
-// the session ends, or one fresh call, whose files live for the store's TTL.
-// The zero Scope is not valid.
+// Scope is where a file lives, and so how long: a Python session, whose
+// files live until the session ends, or one fresh call, whose files live
+// for the store's TTL. It names the file's URI, not who may read it: that
+// is the file's owner, the identity.Principal that Put it, and one owner
+// has files in many scopes. The zero Scope is not valid.
 type Scope struct {
 	call bool
 	id   string

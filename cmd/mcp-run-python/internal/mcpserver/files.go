@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/filestore"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/identity"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/render"
 	"github.com/mcp-run-python/mcp-run-python/supervisor"
 )
@@ -42,7 +43,7 @@ const maxNamed = 5
 // document that may carry scripts, never image content. A file the store
 // cannot keep, an image too big to send inline or past maxImages, is said
 // in a last text item.
-func (f fileResults) keep(owner string, scope filestore.Scope, res supervisor.Result) ([]render.File, []mcp.Content) {
+func (f fileResults) keep(owner identity.Principal, scope filestore.Scope, res supervisor.Result) ([]render.File, []mcp.Content) {
 	if f.store == nil {
 		return nil, nil
 	}
@@ -135,7 +136,7 @@ func (g *grouped) notes(note func(names []string, reason string) string) []strin
 }
 
 // put stores a file, or counts it among those not kept.
-func (r *results) put(owner string, scope filestore.Scope, p string, data []byte) (filestore.Entry, bool) {
+func (r *results) put(owner identity.Principal, scope filestore.Scope, p string, data []byte) (filestore.Entry, bool) {
 	e, err := r.store.Put(owner, scope, p, data)
 	if err != nil {
 		r.unkept.add(err.Error(), p)
@@ -224,7 +225,7 @@ const notYours = "no file of yours at "
 
 // addFileResources serves the stored files: session://{id}/{path} for the
 // files of Python sessions, call://{id}/{path} for those of fresh calls.
-func addFileResources(s *server.MCPServer, hooks *server.Hooks, store *filestore.Store, owners owners) {
+func addFileResources(s *server.MCPServer, hooks *server.Hooks, store *filestore.Store, principals principals) {
 	// A URI at which the caller has no file (unknown, expired, or another
 	// owner's) gets the error of an unknown resource, RESOURCE_NOT_FOUND
 	// (-32002; INVALID_PARAMS from 2026-07-28), rather than the internal
@@ -232,12 +233,12 @@ func addFileResources(s *server.MCPServer, hooks *server.Hooks, store *filestore
 	// answers so only for a URI that no template matches: such a request
 	// is given one, which its message shows.
 	hooks.AddBeforeReadResource(func(ctx context.Context, _ any, req *mcp.ReadResourceRequest) {
-		if !store.Has(owners.of(ctx), req.Params.URI) {
+		if !store.Has(principals.of(ctx), req.Params.URI) {
 			req.Params.URI = notYours + req.Params.URI
 		}
 	})
 	read := func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-		e, data, err := store.Get(owners.of(ctx), req.Params.URI)
+		e, data, err := store.Get(principals.of(ctx), req.Params.URI)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s", err, req.Params.URI)
 		}

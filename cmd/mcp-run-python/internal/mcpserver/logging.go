@@ -184,12 +184,13 @@ func (fallbackNotifier) Notify(ctx context.Context, msg []byte) error {
 		return errors.New("no MCP server in context")
 	}
 	var n struct {
+		Method string         `json:"method"`
 		Params map[string]any `json:"params"`
 	}
 	if err := json.Unmarshal(msg, &n); err != nil {
 		return fmt.Errorf("decode notification: %w", err)
 	}
-	if err := mcpServer.SendNotificationToClient(ctx, string(mcp.MethodNotificationMessage), n.Params); err != nil {
+	if err := mcpServer.SendNotificationToClient(ctx, n.Method, n.Params); err != nil {
 		return fmt.Errorf("send notification: %w", err)
 	}
 	return nil

@@ -12,8 +12,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
 
-	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/auth"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/filestore"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/identity"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcptest"
 )
 
@@ -94,17 +94,17 @@ type idSession struct {
 
 func (s idSession) SessionID() string { return s.id }
 
-// TestOwners checks whose a request's state is: its principal whenever
+// TestPrincipals checks whose a request's state is: its principal whenever
 // there is one, whatever its MCP session (a client of the 2026-07-28
 // protocol has one whose id is ""), else its MCP session, else no one.
-func TestOwners(t *testing.T) {
+func TestPrincipals(t *testing.T) {
 	mcp := server.NewMCPServer("test", "1")
 	tests := []struct {
 		name       string
 		perSession bool
-		principal  string
+		principal  identity.Principal
 		session    *idSession
-		want       string
+		want       identity.Principal
 		wantMCP    string
 	}{
 		{"principal, 2026-07-28", true, "token:alice", &idSession{id: ""}, "token:alice", ""},
@@ -118,12 +118,12 @@ func TestOwners(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			if tt.principal != "" {
-				ctx = auth.WithPrincipal(ctx, auth.Principal(tt.principal))
+				ctx = identity.WithPrincipal(ctx, tt.principal)
 			}
 			if tt.session != nil {
 				ctx = mcp.WithContext(ctx, *tt.session)
 			}
-			o := owners{perSession: tt.perSession}
+			o := principals{perSession: tt.perSession}
 			if got, gotMCP := o.of(ctx), o.mcpSession(ctx); got != tt.want || gotMCP != tt.wantMCP {
 				t.Errorf("owner %q, MCP session %q; want %q, %q", got, gotMCP, tt.want, tt.wantMCP)
 			}

@@ -10,8 +10,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
-	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/auth"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/filestore"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/identity"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/render"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/sessions"
 	"github.com/mcp-run-python/mcp-run-python/supervisor"
@@ -73,10 +73,10 @@ print('python code here')
 
 // runPythonCode returns the run_python_code tool. Its description, which
 // names the runner's Python version, is filled in when the tool is listed.
-func runPythonCode(o Options, levels *LevelStore, owners owners) tool {
+func runPythonCode(o Options, levels *LevelStore, principals principals) tool {
 	h := &runPythonCodeHandler{
 		runner: o.Runner, mode: o.ReturnMode, levels: levels, log: o.Log,
-		calls: o.Calls, sessions: o.Sessions, owners: owners,
+		calls: o.Calls, sessions: o.Sessions, principals: principals,
 		files: fileResults{store: o.Files, imageLimit: o.ImageLimit, log: o.Log},
 	}
 	def := mcp.NewToolWithRawSchema(toolName, "", json.RawMessage(toolInputSchema(o.Schema, o.Sessions != nil)))
@@ -100,14 +100,14 @@ func runPythonCode(o Options, levels *LevelStore, owners owners) tool {
 
 // runPythonCodeHandler serves run_python_code.
 type runPythonCodeHandler struct {
-	runner   Runner
-	mode     render.ReturnMode
-	levels   *LevelStore
-	log      *zap.Logger
-	calls    *CallGate
-	sessions *sessions.Registry // nil without --sessions
-	owners   owners
-	files    fileResults
+	runner     Runner
+	mode       render.ReturnMode
+	levels     *LevelStore
+	log        *zap.Logger
+	calls      *CallGate
+	sessions   *sessions.Registry // nil without --sessions
+	principals principals
+	files      fileResults
 }
 
 // handle runs the code of one call. Bad arguments, calls refused at
@@ -126,9 +126,14 @@ func (h *runPythonCodeHandler) handle(ctx context.Context, req mcp.CallToolReque
 	defer leave()
 	ctx, cancel := withSessionCancel(ctx)
 	defer cancel()
-	principal, _ := auth.PrincipalFrom(ctx)
-	run := supervisor.Request{Code: args.code, Globals: args.globals, OnLine: h.lineSink(ctx), Principal: string(principal)}
-	owner := h.owners.of(ctx)
+	// Its last notification goes before the result, which mcp-go writes
+	// once the handler returns.
+	progress := h.progressSink(ctx, req)
+	defer progress.close()
+	// The pool shares its workers per authenticated caller only: an MCP
+	// session does not stand in for one there.
+	run := supervisor.Request{Code: args.code, Globals: args.globals, OnLine: h.lineSink(ctx), OnProgress: progress.onProgress(), Principal: string(identity.Of(ctx, ""))}
+	owner := h.principals.of(ctx)
 	var res supervisor.Result
 	if args.session != "" {
 		res, err = h.sessions.Run(ctx, owner, args.session, run)

@@ -13,8 +13,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
 
-	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/auth"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/filestore"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/identity"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/render"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/sessions"
 	"github.com/mcp-run-python/mcp-run-python/supervisor"
@@ -72,10 +72,10 @@ type tool struct {
 }
 
 // tools returns the server's tools, in the order tools/list sends them.
-func tools(o Options, levels *LevelStore, owners owners) []tool {
-	ts := []tool{runPythonCode(o, levels, owners)}
+func tools(o Options, levels *LevelStore, principals principals) []tool {
+	ts := []tool{structuredOutput(runPythonCode(o, levels, principals), o.ReturnMode)}
 	if o.Sessions != nil {
-		ts = append(ts, sessionTools(o, owners)...)
+		ts = append(ts, sessionTools(o, principals)...)
 	}
 	return ts
 }
@@ -88,14 +88,14 @@ func tools(o Options, levels *LevelStore, owners owners) []tool {
 func New(o Options, perSession bool, hooks *server.Hooks) *server.MCPServer {
 	levels := newLevelStore(perSession)
 	levels.install(hooks)
-	owners := owners{perSession: perSession}
+	principals := principals{perSession: perSession}
 	if o.Sessions != nil && perSession {
 		// Python sessions end with the MCP session that made them.
 		hooks.AddOnUnregisterSession(func(_ context.Context, session server.ClientSession) {
 			o.Sessions.CloseMCPSession(session.SessionID())
 		})
 	}
-	ts := tools(o, levels, owners)
+	ts := tools(o, levels, principals)
 	opts := []server.ServerOption{
 		server.WithInstructions(serverInstructions),
 		server.WithToolCapabilities(false),
@@ -112,30 +112,26 @@ func New(o Options, perSession bool, hooks *server.Hooks) *server.MCPServer {
 		s.AddTool(t.def, t.handle)
 	}
 	if o.Files != nil {
-		addFileResources(s, hooks, o.Files, owners)
+		addFileResources(s, hooks, o.Files, principals)
 	}
 	return s
 }
 
-// owners says whose a request's Python sessions and files are.
-type owners struct{ perSession bool }
+// principals says whose a request's Python sessions and files are.
+type principals struct{ perSession bool }
 
-// of is the owner of the request in ctx, the most precise name of its
-// caller that the server has: its principal where callers authenticate,
-// whatever the transport and protocol; else its MCP session ("stdio" over
-// stdio); else "", where the id of a session or file is its own
-// capability: the stateless transport, whose clients can claim any session
-// id, and clients of the 2026-07-28 protocol, whose MCP session has the
-// id "" (so that it must never be an owner).
-func (o owners) of(ctx context.Context) string {
-	if p, ok := auth.PrincipalFrom(ctx); ok {
-		return string(p)
-	}
-	return o.mcpSession(ctx)
+// of is the owner of the request in ctx (identity.Of): its authenticated
+// caller whatever the transport and protocol; else its MCP session
+// ("stdio" over stdio); else "", where the id of a session or file is its
+// own capability: the stateless transport, whose clients can claim any
+// session id, and clients of the 2026-07-28 protocol, whose MCP session
+// has the id "" (so that it must never be an owner).
+func (o principals) of(ctx context.Context) identity.Principal {
+	return identity.Of(ctx, o.mcpSession(ctx))
 }
 
 // mcpSession is the id of the request's MCP session, "" for none.
-func (o owners) mcpSession(ctx context.Context) string {
+func (o principals) mcpSession(ctx context.Context) string {
 	if o.perSession {
 		if s := server.ClientSessionFromContext(ctx); s != nil {
 			return s.SessionID()

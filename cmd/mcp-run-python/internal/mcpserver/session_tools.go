@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/filestore"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/identity"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/render"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/sessions"
 )
@@ -20,8 +21,8 @@ const (
 )
 
 // sessionTools returns create_session, list_session_files and close_session.
-func sessionTools(o Options, owners owners) []tool {
-	h := sessionHandler{registry: o.Sessions, files: o.Files, calls: o.Calls, owners: owners}
+func sessionTools(o Options, principals principals) []tool {
+	h := sessionHandler{registry: o.Sessions, files: o.Files, calls: o.Calls, principals: principals}
 	create := mcp.NewToolWithRawSchema("create_session",
 		"Start a Python session: an interpreter whose globals, imports, installed packages and files persist "+
 			"between the run_python_code calls given its session_id. It ends after idle_timeout_s seconds without a call, "+
@@ -44,10 +45,10 @@ func sessionTools(o Options, owners owners) []tool {
 
 // sessionHandler serves the session tools.
 type sessionHandler struct {
-	registry *sessions.Registry
-	files    *filestore.Store // nil: files are off
-	calls    *CallGate
-	owners   owners
+	registry   *sessions.Registry
+	files      *filestore.Store // nil: files are off
+	calls      *CallGate
+	principals principals
 }
 
 func (h sessionHandler) create(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -56,7 +57,7 @@ func (h sessionHandler) create(ctx context.Context, _ mcp.CallToolRequest) (*mcp
 		return mcp.NewToolResultError(err.Error()), nil
 	}
 	defer leave()
-	id, err := h.registry.Create(ctx, h.owners.of(ctx), h.owners.mcpSession(ctx))
+	id, err := h.registry.Create(ctx, h.principals.of(ctx), h.principals.mcpSession(ctx))
 	if err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
 	}
@@ -90,12 +91,12 @@ func (h sessionHandler) close(ctx context.Context, req mcp.CallToolRequest) (*mc
 
 // session reads the session_id argument and checks that the caller may
 // use it.
-func (h sessionHandler) session(ctx context.Context, req mcp.CallToolRequest) (id, owner string, err error) {
+func (h sessionHandler) session(ctx context.Context, req mcp.CallToolRequest) (id string, owner identity.Principal, err error) {
 	args, _ := req.Params.Arguments.(map[string]any)
 	if id, err = sessionID(args[sessionArgument]); err != nil {
 		return "", "", err
 	}
-	owner = h.owners.of(ctx)
+	owner = h.principals.of(ctx)
 	return id, owner, h.registry.Check(owner, id)
 }
 

@@ -4,14 +4,14 @@
 // reach it.
 //
 // A session id is a capability: 130 random bits. Each session also has an
-// owner, who made it: the principal where callers authenticate, else the
-// client (over stdio the one client; over HTTP its MCP session). A call
-// from anyone else gets the answer an unknown id gets, so an id that leaks
-// to another client tells it nothing. An owner of "" means that the id
-// alone is the capability: the stateless transport and clients of the
-// 2026-07-28 protocol, which have no MCP session, on a server without
-// authentication. A session also ends with the MCP session that made it,
-// whoever owns it.
+// owner, the identity.Principal that made it: the authenticated caller's
+// where callers authenticate, else the client's (over stdio the one client;
+// over HTTP its MCP session). A call from anyone else gets the answer an
+// unknown id gets, so an id that leaks to another client tells it nothing.
+// An owner of "" means that the id alone is the capability: the stateless
+// transport and clients of the 2026-07-28 protocol, which have no MCP
+// session, on a server without authentication. A session also ends with
+// the MCP session that made it, whoever owns it.
 package sessions
 
 import (
@@ -23,9 +23,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/expirable"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"go.uber.org/zap"
 
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/identity"
 	"github.com/mcp-run-python/mcp-run-python/supervisor"
 )
 
@@ -53,10 +54,10 @@ type Config struct {
 	// Max is how many sessions may live at once, all owners together:
 	// each holds a worker and its memory.
 	Max int
-	// MaxPerOwner, when above 0, is how many of them one owner may hold,
+	// MaxPerPrincipal, when above 0, is how many of them one owner may hold,
 	// so that one caller cannot take them all. The owner "" (callers the
 	// server cannot tell apart) has only Max.
-	MaxPerOwner int
+	MaxPerPrincipal int
 	// OnEnd, if not nil, is called with the id of each session that ends,
 	// however it ends, to free what belongs to it (its files).
 	OnEnd func(id string)
@@ -83,15 +84,18 @@ type Registry struct {
 	live     map[string]*session
 	starting int // slots taken by sessions whose interpreter is starting
 	// held counts each owner's live and starting sessions.
-	held   map[string]int
+	held   map[identity.Principal]int
 	closed bool
 	// ended remembers why recent sessions ended, by id. Bounded in number
-	// and age: past either, an ended id is merely unknown.
-	ended *expirable.LRU[string, ending]
+	// and age: past either, an ended id is merely unknown. Ages are checked
+	// when read: golang-lru's expirable.LRU (v2.0.7) drops them from a
+	// goroutine that nothing stops, which would outlive Shutdown.
+	ended *lru.Cache[string, ending]
 }
 
 type session struct {
-	id, owner  string
+	id         string
+	owner      identity.Principal
 	mcpSession string // the MCP session that made it, whose end ends it; "" for none
 	in         Interpreter
 	busy       int         // calls running
@@ -99,8 +103,9 @@ type session struct {
 }
 
 type ending struct {
-	owner string
+	owner identity.Principal
 	why   error
+	at    time.Time
 }
 
 // Bounds of the memory of ended sessions.
@@ -111,19 +116,23 @@ const (
 
 // New returns a registry that starts interpreters with start.
 func New(cfg Config, start Starter, log *zap.Logger) *Registry {
+	ended, err := lru.New[string, ending](maxEnded)
+	if err != nil {
+		panic(err) // only for a size <= 0, and maxEnded is a constant
+	}
 	return &Registry{
 		cfg:   cfg,
 		start: start,
 		log:   log,
 		live:  map[string]*session{},
-		held:  map[string]int{},
-		ended: expirable.NewLRU[string, ending](maxEnded, nil, endedTTL),
+		held:  map[identity.Principal]int{},
+		ended: ended,
 	}
 }
 
 // Create starts a session for owner, made in mcpSession ("" for none),
 // and returns its id.
-func (r *Registry) Create(ctx context.Context, owner, mcpSession string) (string, error) {
+func (r *Registry) Create(ctx context.Context, owner identity.Principal, mcpSession string) (string, error) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -133,9 +142,9 @@ func (r *Registry) Create(ctx context.Context, owner, mcpSession string) (string
 		r.mu.Unlock()
 		return "", fmt.Errorf("%w: cannot create a session: the server already runs its maximum of %d (--max-sessions); close one with close_session, or wait for an idle one to expire", ErrTooMany, r.cfg.Max)
 	}
-	if owner != "" && r.cfg.MaxPerOwner > 0 && r.held[owner] >= r.cfg.MaxPerOwner {
+	if owner != "" && r.cfg.MaxPerPrincipal > 0 && r.held[owner] >= r.cfg.MaxPerPrincipal {
 		r.mu.Unlock()
-		return "", fmt.Errorf("%w: cannot create a session: you already hold the maximum of %d sessions one caller may hold (--max-sessions-per-principal); close one with close_session, or wait for an idle one to expire", ErrTooMany, r.cfg.MaxPerOwner)
+		return "", fmt.Errorf("%w: cannot create a session: you already hold the maximum of %d sessions one caller may hold (--max-sessions-per-principal); close one with close_session, or wait for an idle one to expire", ErrTooMany, r.cfg.MaxPerPrincipal)
 	}
 	r.starting++
 	r.held[owner]++
@@ -181,7 +190,7 @@ func lostError(id string, why error) error {
 
 // Run runs req in owner's session id. A session whose state was lost ends,
 // and says so to this call and every later one.
-func (r *Registry) Run(ctx context.Context, owner, id string, req supervisor.Request) (supervisor.Result, error) {
+func (r *Registry) Run(ctx context.Context, owner identity.Principal, id string, req supervisor.Request) (supervisor.Result, error) {
 	s, err := r.take(owner, id)
 	if err != nil {
 		return supervisor.Result{}, err
@@ -205,7 +214,7 @@ func (r *Registry) Run(ctx context.Context, owner, id string, req supervisor.Req
 
 // Check reports whether owner may use session id, with the error a call
 // would get.
-func (r *Registry) Check(owner, id string) error {
+func (r *Registry) Check(owner identity.Principal, id string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	_, err := r.find(owner, id)
@@ -214,7 +223,7 @@ func (r *Registry) Check(owner, id string) error {
 
 // take finds owner's session id and marks it busy, so that it does not
 // expire under a call.
-func (r *Registry) take(owner, id string) (*session, error) {
+func (r *Registry) take(owner identity.Principal, id string) (*session, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, err := r.find(owner, id)
@@ -228,11 +237,11 @@ func (r *Registry) take(owner, id string) (*session, error) {
 
 // find returns owner's live session id, or the error that explains why
 // there is none. r.mu must be held.
-func (r *Registry) find(owner, id string) (*session, error) {
+func (r *Registry) find(owner identity.Principal, id string) (*session, error) {
 	if s, ok := r.live[id]; ok && visible(s.owner, owner) {
 		return s, nil
 	}
-	if e, ok := r.ended.Peek(id); ok && visible(e.owner, owner) {
+	if e, ok := r.ended.Peek(id); ok && time.Since(e.at) < endedTTL && visible(e.owner, owner) {
 		return nil, e.why
 	}
 	return nil, fmt.Errorf("%w %q: no session of yours has this id; create one with create_session", ErrUnknown, shorten(id))
@@ -251,10 +260,10 @@ func shorten(id string) string {
 }
 
 // visible reports whether a session of owner may be used by caller.
-func visible(owner, caller string) bool { return owner == "" || owner == caller }
+func visible(owner, caller identity.Principal) bool { return owner == "" || owner == caller }
 
 // Close ends owner's session id.
-func (r *Registry) Close(owner, id string) error {
+func (r *Registry) Close(owner identity.Principal, id string) error {
 	r.mu.Lock()
 	s, err := r.find(owner, id)
 	r.mu.Unlock()
@@ -301,7 +310,7 @@ func (r *Registry) end(s *session, why error) {
 	delete(r.live, s.id)
 	r.release(s.owner)
 	s.timer.Stop()
-	r.ended.Add(s.id, ending{owner: s.owner, why: why})
+	r.ended.Add(s.id, ending{owner: s.owner, why: why, at: time.Now()})
 	r.mu.Unlock()
 	// What belongs to the session goes before its interpreter, whose
 	// worker can take a while to die: calls already say it ended.
@@ -313,7 +322,7 @@ func (r *Registry) end(s *session, why error) {
 }
 
 // release frees a session's place in its owner's count; r.mu is held.
-func (r *Registry) release(owner string) {
+func (r *Registry) release(owner identity.Principal) {
 	if r.held[owner]--; r.held[owner] <= 0 {
 		delete(r.held, owner)
 	}

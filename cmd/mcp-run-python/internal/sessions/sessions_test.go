@@ -8,10 +8,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/identity"
 	"github.com/mcp-run-python/mcp-run-python/supervisor"
 )
 
@@ -70,7 +72,7 @@ func registry(t *testing.T, cfg Config, run func(context.Context, supervisor.Req
 // create makes a session of owner in the MCP session of the same name.
 func create(t *testing.T, r *Registry, owner string) string {
 	t.Helper()
-	id, err := r.Create(context.Background(), owner, owner)
+	id, err := r.Create(context.Background(), identity.Principal(owner), owner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,8 +99,10 @@ func TestOwnership(t *testing.T) {
 	shared := create(t, r, "")
 	unknown := "ZZZZZZZZZZZZZZZZZZZZZZZZZZ"
 	tests := []struct {
-		name, owner, id string
-		wantErr         error
+		name    string
+		owner   identity.Principal
+		id      string
+		wantErr error
 	}{
 		{"owner", "alice", id, nil},
 		{"another client", "mallory", id, ErrUnknown},
@@ -154,7 +158,7 @@ func TestCapNamesItself(t *testing.T) {
 // free their place. The owner "" is everyone the server cannot tell apart,
 // and has the server's cap only.
 func TestCapPerOwner(t *testing.T) {
-	r, _, _ := registry(t, Config{Max: 5, MaxPerOwner: 2}, nil)
+	r, _, _ := registry(t, Config{Max: 5, MaxPerPrincipal: 2}, nil)
 	a := create(t, r, "alice")
 	create(t, r, "alice")
 	_, err := r.Create(context.Background(), "alice", "")
@@ -169,7 +173,7 @@ func TestCapPerOwner(t *testing.T) {
 	}
 	create(t, r, "alice") // her place is free again
 
-	failing := New(Config{Idle: time.Hour, Max: 5, MaxPerOwner: 1}, func(context.Context) (Interpreter, error) {
+	failing := New(Config{Idle: time.Hour, Max: 5, MaxPerPrincipal: 1}, func(context.Context) (Interpreter, error) {
 		return nil, errors.New("no worker")
 	}, zap.NewNop())
 	for range 2 {
@@ -179,39 +183,50 @@ func TestCapPerOwner(t *testing.T) {
 	}
 }
 
+// TestIdleSessionsExpireButNotDuringACall: on the bubble's clock, an idle
+// session expires at its idle time and not before, and a call that
+// outlasts the idle time keeps its session.
 func TestIdleSessionsExpireButNotDuringACall(t *testing.T) {
-	release := make(chan struct{})
-	r, made, ended := registry(t, Config{Idle: 50 * time.Millisecond}, func(ctx context.Context, req supervisor.Request) (supervisor.Result, error) {
-		if req.Code == "slow" {
-			<-release
+	synctest.Test(t, func(t *testing.T) {
+		const idleTime = 50 * time.Millisecond
+		release := make(chan struct{})
+		r, made, ended := registry(t, Config{Idle: idleTime}, func(ctx context.Context, req supervisor.Request) (supervisor.Result, error) {
+			if req.Code == "slow" {
+				<-release
+			}
+			return supervisor.Result{Status: supervisor.StatusSuccess}, nil
+		})
+		busy := create(t, r, "a")
+		idle := create(t, r, "a")
+		done := make(chan error, 1)
+		go func() {
+			_, err := r.Run(context.Background(), "a", busy, supervisor.Request{Code: "slow"})
+			done <- err
+		}()
+		time.Sleep(idleTime - time.Nanosecond)
+		synctest.Wait()
+		if got := ended(); len(got) != 0 {
+			t.Errorf("ended %v before the idle time", got)
 		}
-		return supervisor.Result{Status: supervisor.StatusSuccess}, nil
+		time.Sleep(3 * idleTime) // the call outlasts the idle time
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatalf("a call longer than the idle time: %v", err)
+		}
+		if _, err := r.Run(context.Background(), "a", busy, supervisor.Request{}); err != nil {
+			t.Errorf("session expired under its call: %v", err)
+		}
+		_, err := r.Run(context.Background(), "a", idle, supervisor.Request{})
+		if !errors.Is(err, ErrExpired) || !strings.Contains(err.Error(), "expired after 50ms") {
+			t.Errorf("idle session: %v, want ErrExpired", err)
+		}
+		if got := ended(); len(got) != 1 || got[0] != idle {
+			t.Errorf("ended %v, want [%s]", got, idle)
+		}
+		if !made()[1].closed.Load() {
+			t.Error("the expired session's interpreter is not closed")
+		}
 	})
-	busy := create(t, r, "a")
-	idle := create(t, r, "a")
-	done := make(chan error, 1)
-	go func() {
-		_, err := r.Run(context.Background(), "a", busy, supervisor.Request{Code: "slow"})
-		done <- err
-	}()
-	time.Sleep(200 * time.Millisecond)
-	close(release)
-	if err := <-done; err != nil {
-		t.Fatalf("a call longer than the idle time: %v", err)
-	}
-	if _, err := r.Run(context.Background(), "a", busy, supervisor.Request{}); err != nil {
-		t.Errorf("session expired under its call: %v", err)
-	}
-	_, err := r.Run(context.Background(), "a", idle, supervisor.Request{})
-	if !errors.Is(err, ErrExpired) || !strings.Contains(err.Error(), "expired after 50ms") {
-		t.Errorf("idle session: %v, want ErrExpired", err)
-	}
-	if got := ended(); len(got) != 1 || got[0] != idle {
-		t.Errorf("ended %v, want [%s]", got, idle)
-	}
-	if !made()[1].closed.Load() {
-		t.Error("the expired session's interpreter is not closed")
-	}
 }
 
 func TestLostSessionsEnd(t *testing.T) {
@@ -256,12 +271,18 @@ func TestCloseMCPSessionAndShutdown(t *testing.T) {
 	r.CloseMCPSession("a")
 	r.CloseMCPSession("m1")
 	r.CloseMCPSession("")
-	for _, tt := range []struct{ owner, id string }{{"a", a1}, {"a", a2}, {"p", p1}} {
+	for _, tt := range []struct {
+		owner identity.Principal
+		id    string
+	}{{"a", a1}, {"a", a2}, {"p", p1}} {
 		if err := r.Check(tt.owner, tt.id); !errors.Is(err, ErrClosed) {
 			t.Errorf("session of the ended MCP session: %v", err)
 		}
 	}
-	for _, tt := range []struct{ owner, id string }{{"b", b}, {"p", p2}} {
+	for _, tt := range []struct {
+		owner identity.Principal
+		id    string
+	}{{"b", b}, {"p", p2}} {
 		if err := r.Check(tt.owner, tt.id); err != nil {
 			t.Errorf("a session of another MCP session: %v", err)
 		}
@@ -293,4 +314,24 @@ func TestEndFreesBeforeClosing(t *testing.T) {
 	if len(openAtEnd) != 1 || !openAtEnd[0] || !in.closed.Load() {
 		t.Errorf("OnEnd calls with the interpreter open: %v, closed at last: %v; want [true], true", openAtEnd, in.closed.Load())
 	}
+}
+
+// TestEndedSessionsForgotten: why a session ended is told for a day, to
+// the nanosecond on the bubble's clock; after that its id is unknown.
+func TestEndedSessionsForgotten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, _, _ := registry(t, Config{}, nil)
+		id := create(t, r, "a")
+		if err := r.Close("a", id); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(endedTTL - time.Nanosecond)
+		if err := r.Check("a", id); !errors.Is(err, ErrClosed) {
+			t.Errorf("Check just before the memory of it ends: %v, want ErrClosed", err)
+		}
+		time.Sleep(time.Nanosecond)
+		if err := r.Check("a", id); !errors.Is(err, ErrUnknown) {
+			t.Errorf("Check once forgotten: %v, want ErrUnknown", err)
+		}
+	})
 }

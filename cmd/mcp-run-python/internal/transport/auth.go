@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/auth"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/identity"
 )
 
 // Auth is who may call an HTTP front end (Options.Auth): every MCP request
@@ -74,10 +75,10 @@ func newGuard(a *Auth, log *zap.Logger) (guard, error) {
 	return g, nil
 }
 
-// principalOf is the principal of an authenticated request, or "".
-func principalOf(r *http.Request) string {
-	p, _ := auth.PrincipalFrom(r.Context())
-	return string(p)
+// principalOf is the principal of an authenticated request, or "": an MCP
+// session, which the transport starts, does not stand in for its own owner.
+func principalOf(r *http.Request) identity.Principal {
+	return identity.Of(r.Context(), "")
 }
 
 // unknownSessionID is an ID no session has, which a request naming another

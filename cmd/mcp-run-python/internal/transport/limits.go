@@ -269,21 +269,6 @@ func jsonRPCError(id json.RawMessage, code int, message string) []byte {
 	return body
 }
 
-// requestID returns the raw ID of a JSON-RPC request, nil when it has none
-// or the body is not a request.
-func requestID(body []byte) json.RawMessage {
-	var msg struct {
-		ID json.RawMessage `json:"id"`
-	}
-	if json.Unmarshal(body, &msg) != nil {
-		return nil
-	}
-	if _, ok := idKey(msg.ID); !ok {
-		return nil
-	}
-	return msg.ID
-}
-
 // tooLargeMessage is the error of a request over the limit.
 func tooLargeMessage(limit int64) string {
 	return fmt.Sprintf("request too large: over the limit of %s (%d bytes); the server's --request-limit sets it",

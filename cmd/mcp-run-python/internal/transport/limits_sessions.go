@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/identity"
 )
 
 // sessionIDPrefix starts the session IDs, as mcp-go's own.
@@ -29,7 +31,7 @@ type sessionIDs struct {
 	mu sync.Mutex
 	// live maps each live session to the principal that started it ("" for
 	// none: no authentication).
-	live map[string]string
+	live map[string]identity.Principal
 	// reserved counts the initialize requests admitted whose session has
 	// not started yet; each may add one.
 	reserved int
@@ -42,7 +44,7 @@ type sessionIDs struct {
 // the request has ended without one.
 type reservation struct {
 	done      bool
-	principal string // who asked: the session's owner
+	principal identity.Principal // who asked: the session's owner
 }
 
 // reservationKey is the context key of a request's *reservation.
@@ -50,7 +52,7 @@ type reservationKey struct{}
 
 // newSessionIDs returns a manager with the caps of l.
 func newSessionIDs(l Limits) *sessionIDs {
-	return &sessionIDs{max: l.MaxMCPSessions, perPrincipal: l.MaxMCPSessionsPerPrincipal, live: map[string]string{}, held: principalCounts{}}
+	return &sessionIDs{max: l.MaxMCPSessions, perPrincipal: l.MaxMCPSessionsPerPrincipal, live: map[string]identity.Principal{}, held: principalCounts{}}
 }
 
 // ResolveSessionIdManager implements server.SessionIdManagerResolver: the
@@ -83,7 +85,7 @@ func (s *sessionIDs) generate(res *reservation) string {
 	id := sessionIDPrefix + rand.Text()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	principal := ""
+	var principal identity.Principal
 	if res != nil {
 		principal = res.principal
 	}
@@ -131,7 +133,7 @@ func (s *sessionIDs) isLive(id string) bool {
 }
 
 // ownedBy reports whether id names a live session that principal started.
-func (s *sessionIDs) ownedBy(id, principal string) bool {
+func (s *sessionIDs) ownedBy(id string, principal identity.Principal) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	owner, ok := s.live[id]
@@ -168,24 +170,24 @@ func (s *sessionIDs) reserve(r *http.Request) (*http.Request, *reservation, erro
 
 // principalCounts counts the MCP sessions of each principal, for the cap
 // per principal; "" (no authentication) is not counted.
-type principalCounts map[string]int
+type principalCounts map[identity.Principal]int
 
 // check returns the error of a new session of principal past max (0: no
 // cap), which names the cap.
-func (c principalCounts) check(principal string, max int) error {
+func (c principalCounts) check(principal identity.Principal, max int) error {
 	if principal == "" || max <= 0 || c[principal] < max {
 		return nil
 	}
 	return fmt.Errorf("too many MCP sessions: you hold the %d one caller may hold (--max-mcp-sessions-per-principal); end unused ones (DELETE, or close the stream), or wait for idle ones to end", max)
 }
 
-func (c principalCounts) add(principal string) {
+func (c principalCounts) add(principal identity.Principal) {
 	if principal != "" {
 		c[principal]++
 	}
 }
 
-func (c principalCounts) remove(principal string) {
+func (c principalCounts) remove(principal identity.Principal) {
 	if principal == "" {
 		return
 	}
@@ -278,7 +280,7 @@ func newSSEStreams(l Limits, pending *pendingResponses) *sseStreams {
 
 // acquire admits a new stream of principal; past a cap its error is the
 // message that names it. release ends it.
-func (s *sseStreams) acquire(principal string) error {
+func (s *sseStreams) acquire(principal identity.Principal) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.max > 0 && s.n >= s.max {
@@ -293,7 +295,7 @@ func (s *sseStreams) acquire(principal string) error {
 }
 
 // release ends a stream of acquire.
-func (s *sseStreams) release(principal string) {
+func (s *sseStreams) release(principal identity.Principal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.n--
@@ -325,7 +327,7 @@ func (s *sseStreams) unregister(id string, st *sseStream) {
 
 // ownedBy reports whether id names the stream of a session that principal
 // started.
-func (s *sseStreams) ownedBy(id, principal string) bool {
+func (s *sseStreams) ownedBy(id string, principal identity.Principal) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, ok := s.byID[id]

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/auth"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/identity"
 )
 
 // One principal cannot take every MCP session: past its own cap it is told
@@ -18,7 +18,7 @@ func TestMCPSessionsPerPrincipal(t *testing.T) {
 	request := func(principal string) *http.Request {
 		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
 		if principal != "" {
-			r = r.WithContext(auth.WithPrincipal(r.Context(), auth.Principal(principal)))
+			r = r.WithContext(identity.WithPrincipal(r.Context(), identity.Principal(principal)))
 		}
 		return r
 	}

@@ -125,7 +125,7 @@ func leadingID(prefix []byte) json.RawMessage {
 			return nil
 		}
 		if key == "id" {
-			if _, ok := idKey(value); ok {
+			if _, ok := (mcpGo{}).idKey(value); ok {
 				return value
 			}
 			return nil

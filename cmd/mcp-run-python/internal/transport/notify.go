@@ -7,15 +7,12 @@ package transport
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-run-python/mcp-run-python/supervisor/backoff"
 )
@@ -80,11 +77,9 @@ func (n sseNotifier) Notify(ctx context.Context, msg []byte) error {
 		if err == nil {
 			return nil
 		}
-		// SendEventToSession does not block when the queue is full, and
-		// mcp-go has no sentinel error for it: it returns the plain error
-		// "event queue full" (TestSSEQueueFullMessage pins that text). Wait
+		// SendEventToSession does not block when the queue is full. Wait
 		// for the writer to make room rather than drop the line.
-		if !strings.Contains(err.Error(), "queue full") {
+		if !(mcpGo{}).queueFull(err) {
 			return fmt.Errorf("queue notification: %w", err)
 		}
 		timer := time.NewTimer(wait.Next())
@@ -163,7 +158,7 @@ func (c *callStream) writeEvent(msg []byte) error {
 		return fmt.Errorf("response already started as %q", ct)
 	}
 	event := make([]byte, 0, len(msg)+24)
-	event = append(event, "event: message\ndata: "...)
+	event = append(event, sseEventPrefix...)
 	event = append(event, msg...)
 	event = append(event, "\n\n"...)
 	if _, err := c.w.Write(event); err != nil {
@@ -184,10 +179,8 @@ type httpNotifier struct {
 
 // Notify implements mcpserver.Notifier.
 func (n httpNotifier) Notify(ctx context.Context, msg []byte) error {
-	session, ok := server.ClientSessionFromContext(ctx).(server.SessionWithStreamableHTTPConfig)
-	if !ok {
-		return errors.New("no streamable HTTP session in context")
+	if err := (mcpGo{}).upgradeToSSE(ctx); err != nil {
+		return err
 	}
-	session.UpgradeToSSEWhenReceiveNotification()
 	return n.stream.writeEvent(msg)
 }

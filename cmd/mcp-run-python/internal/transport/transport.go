@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/identity"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcpserver"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/slogzap"
 )
@@ -67,9 +67,9 @@ func (o Options) frontEndLimits() Limits {
 // stdioToolWorkers returns how many tool calls the stdio server runs at once.
 // mcp-go's default is 5. Calls beyond the worker limit should wait inside
 // Run, where notifications/cancelled can reach them, rather than in mcp-go's
-// queue, where it cannot; mcp-go caps the pool at 100.
+// queue, where it cannot.
 func stdioToolWorkers(workers int) int {
-	return min(max(4*workers, 32), 100)
+	return min(max(4*workers, 32), maxStdioWorkers)
 }
 
 // ServeStdio serves MCP on in and out until in ends or ctx is done. When ctx
@@ -337,6 +337,7 @@ func (h *sseHandler) serveMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	msg := decodeMessage(body)
 	session := r.URL.Query().Get("sessionId")
 	if session != "" && !h.streams.ownedBy(session, principalOf(r)) {
 		// Another principal's session is, to this one, no session at all.
@@ -346,7 +347,7 @@ func (h *sseHandler) serveMessage(w http.ResponseWriter, r *http.Request) {
 		session = ""
 	}
 	h.streams.message(session)
-	key, ok := requestKey(body)
+	key, ok := msg.requestKey()
 	if !ok {
 		h.sse.ServeHTTP(w, r)
 		return
@@ -354,7 +355,7 @@ func (h *sseHandler) serveMessage(w http.ResponseWriter, r *http.Request) {
 	h.pending.add(session, key)
 	rec := &statusRecorder{ResponseWriter: w}
 	h.sse.ServeHTTP(rec, r)
-	if rec.status != http.StatusAccepted {
+	if !(mcpGo{}).sseAccepted(rec.status) {
 		h.pending.done(session, key) // refused: no response will follow
 	}
 }
@@ -363,8 +364,8 @@ func (h *sseHandler) serveMessage(w http.ResponseWriter, r *http.Request) {
 type sseStreamKey struct{}
 
 // sseStream is the ResponseWriter of one SSE stream. mcp-go writes each
-// event with one Write and then flushes; the responses among them are marked
-// delivered at the flush.
+// event with one Write and then flushes (see mcpGo); the responses among
+// them are marked delivered at the flush.
 type sseStream struct {
 	http.ResponseWriter
 	flusher http.Flusher
@@ -379,7 +380,7 @@ type sseStream struct {
 	greeted    atomic.Bool  // the client has sent a message
 	lastActive atomic.Int64 // when, in Unix nanoseconds, once greeted
 
-	principal string // who opened it: its session's owner
+	principal identity.Principal // who opened it: its session's owner
 
 	mu      sync.Mutex
 	session string
@@ -428,7 +429,7 @@ func (s *sseStream) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.session != "" && s.pending.has(s.session) {
-		if key, ok := responseKey(p); ok {
+		if key, ok := (mcpGo{}).responseEvent(p); ok {
 			s.written = append(s.written, key)
 		}
 	}
@@ -474,59 +475,6 @@ func (r *statusRecorder) Write(p []byte) (int, error) {
 
 // Unwrap returns the underlying ResponseWriter, for http.ResponseController.
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
-
-// requestKey returns the key of the ID of a JSON-RPC request, false for
-// anything else (notifications, responses, batches, garbage).
-func requestKey(body []byte) (string, bool) {
-	var msg struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-	}
-	if json.Unmarshal(body, &msg) != nil || msg.Method == "" {
-		return "", false
-	}
-	return idKey(msg.ID)
-}
-
-// sseMessagePrefix starts every message event mcp-go writes to a stream.
-const sseMessagePrefix = "event: message\ndata: "
-
-// responseKey returns the key of the ID of the JSON-RPC response an SSE
-// event carries, false for other events (notifications, requests, the
-// endpoint).
-func responseKey(event []byte) (string, bool) {
-	data, ok := bytes.CutPrefix(event, []byte(sseMessagePrefix))
-	if !ok {
-		return "", false
-	}
-	var msg struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(bytes.TrimSpace(data), &msg) != nil || msg.Method != "" || (msg.Result == nil && msg.Error == nil) {
-		return "", false
-	}
-	return idKey(msg.ID)
-}
-
-// idKey returns a key for a JSON-RPC ID that matches however the ID is
-// spelled: mcp-go decodes request IDs and encodes them again for the
-// response, so 1.0 comes back as 1.
-func idKey(raw json.RawMessage) (string, bool) {
-	var id any
-	if len(raw) == 0 || json.Unmarshal(raw, &id) != nil {
-		return "", false
-	}
-	switch id := id.(type) {
-	case string:
-		return "s:" + id, true
-	case float64:
-		return "n:" + strconv.FormatFloat(id, 'g', -1, 64), true
-	}
-	return "", false
-}
 
 // pendingResponses holds the requests whose response has not reached the
 // client yet, by group (an SSE session; Streamable HTTP uses one group).
@@ -711,15 +659,16 @@ func (h *streamableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		if unaddressableCancel(h.stateless, r.Header, body) {
+		msg := decodeMessage(body)
+		if unaddressableCancel(h.stateless, r.Header, msg) {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
-		if !h.stateless && isInitialize(body) {
+		if !h.stateless && msg.isInitialize() {
 			var res *reservation
 			if r, res, err = h.ids.reserve(r); err != nil {
 				h.front.reject("mcp_sessions_full")
-				refuseFull(w, requestID(body), err.Error())
+				refuseFull(w, msg.requestID(), err.Error())
 				return
 			}
 			defer h.ids.unreserve(res)
@@ -763,14 +712,6 @@ func (h *streamableHandler) serveListen(w http.ResponseWriter, r *http.Request) 
 	return r.WithContext(ctx), st
 }
 
-// isInitialize reports whether body is an initialize request.
-func isInitialize(body []byte) bool {
-	var msg struct {
-		Method string `json:"method"`
-	}
-	return json.Unmarshal(body, &msg) == nil && msg.Method == string(mcp.MethodInitialize)
-}
-
 // writeMethodNotAllowed answers as upstream's stateless server did.
 func writeMethodNotAllowed(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/json")
@@ -778,21 +719,16 @@ func writeMethodNotAllowed(w http.ResponseWriter) {
 	_, _ = io.WriteString(w, `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Method not allowed."},"id":null}`)
 }
 
-// unaddressableCancel reports whether body is a notifications/cancelled that
+// unaddressableCancel reports whether msg is a notifications/cancelled that
 // mcp-go could only match against a shared session (see streamableHandler).
-func unaddressableCancel(stateless bool, header http.Header, body []byte) bool {
-	var msg struct {
-		Method string `json:"method"`
-		Params struct {
-			Meta *mcp.Meta `json:"_meta"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(body, &msg) != nil || msg.Method != string(mcp.MethodNotificationCancelled) {
+func unaddressableCancel(stateless bool, header http.Header, msg message) bool {
+	version, ok := msg.isCancel()
+	if !ok {
 		return false
 	}
 	return stateless ||
 		mcp.IsModernProtocol(header.Get(mcp.HeaderProtocolVersion)) ||
-		mcp.IsModernProtocol(msg.Params.Meta.ProtocolVersion())
+		mcp.IsModernProtocol(version)
 }
 
 // ServeHTTP serves fe on ln until ctx is done, then shuts down gracefully:

@@ -40,15 +40,45 @@ func TestUnaddressableCancel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := unaddressableCancel(tt.stateless, tt.header, []byte(tt.body)); got != tt.want {
+			if got := unaddressableCancel(tt.stateless, tt.header, decodeMessage([]byte(tt.body))); got != tt.want {
 				t.Errorf("unaddressableCancel = %v, want %v", got, tt.want)
 			}
 		})
 	}
 }
 
+// TestMessage checks what the front end reads of a POSTed message.
+func TestMessage(t *testing.T) {
+	tests := []struct {
+		name       string
+		body       string
+		id         string // requestID, "" for nil
+		initialize bool
+	}{
+		{"initialize", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, "1", true},
+		{"string id", `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":[1]}`, `"a"`, false},
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"initialize"}`, "", true},
+		{"object id", `{"jsonrpc":"2.0","id":{},"method":"ping"}`, "", false},
+		{"method not a string", `{"jsonrpc":"2.0","id":1,"method":1}`, "", false},
+		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"initialize"}]`, "", false},
+		{"not JSON", `{"id":1,`, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := decodeMessage([]byte(tt.body))
+			if got := string(m.requestID()); got != tt.id {
+				t.Errorf("requestID = %q, want %q", got, tt.id)
+			}
+			if got := m.isInitialize(); got != tt.initialize {
+				t.Errorf("isInitialize = %v, want %v", got, tt.initialize)
+			}
+		})
+	}
+}
+
 // TestResponseMatching checks that the SSE shutdown matches the response
-// events mcp-go writes to the requests they answer, and nothing else.
+// events mcp-go writes to the requests they answer, and nothing else
+// (TestMCPGoSSEResponseFlushed checks mcp-go's own bytes).
 func TestResponseMatching(t *testing.T) {
 	requests := []struct {
 		name string
@@ -66,7 +96,7 @@ func TestResponseMatching(t *testing.T) {
 	}
 	for _, tt := range requests {
 		t.Run("request/"+tt.name, func(t *testing.T) {
-			key, ok := requestKey([]byte(tt.body))
+			key, ok := decodeMessage([]byte(tt.body)).requestKey()
 			if key != tt.key || ok != (tt.key != "") {
 				t.Errorf("requestKey = %q %v, want %q", key, ok, tt.key)
 			}
@@ -85,9 +115,9 @@ func TestResponseMatching(t *testing.T) {
 	}
 	for _, tt := range events {
 		t.Run("event/"+tt.name, func(t *testing.T) {
-			key, ok := responseKey([]byte(tt.event))
+			key, ok := mcpGo{}.responseEvent([]byte(tt.event))
 			if key != tt.key || ok != (tt.key != "") {
-				t.Errorf("responseKey = %q %v, want %q", key, ok, tt.key)
+				t.Errorf("responseEvent = %q %v, want %q", key, ok, tt.key)
 			}
 		})
 	}

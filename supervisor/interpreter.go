@@ -1,0 +1,123 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+)
+
+// interpreter is where a call's code runs: a fresh worker of the pool's
+// (pooled) or a session's own (Session). A call's steps are the same in
+// both (see pipeline.go); what differs is here: where the worker comes
+// from, what it has installed and mounted already, what becomes of it
+// after the call, and whether the call counts toward learning package sets.
+type interpreter interface {
+	// installedFiles returns the package files the interpreter has, on top
+	// of rt: a call fetches none of them, and adds those it fetches.
+	installedFiles(rt *runtimeFiles) map[string]bool
+	// acquire returns the worker for a call of principal: one of learned
+	// set kind, if the interpreter has one ("" for a plain worker). The
+	// time it waits for one does not count against limit.
+	acquire(ctx context.Context, limit *deadline, principal, kind string) (*worker, error)
+	// release is done with w: the call is over, or its learned set did not
+	// fit the call.
+	release(w *worker)
+	// learns reports whether calls get a learned set's worker and count
+	// toward learning sets: a fresh interpreter's do, a session's, whose
+	// packages are its own business, do not.
+	learns() bool
+	// mountsDue reports whether the mounted folders must be put into the
+	// interpreter; mountsPut says they were.
+	mountsDue() bool
+	mountsPut()
+}
+
+// pooled is the interpreter of a call in a fresh worker: taken warm from
+// the pool and retired after the call, so that no state survives it.
+type pooled struct{ s *Supervisor }
+
+var (
+	_ interpreter = pooled{}
+	_ interpreter = (*Session)(nil)
+)
+
+// installedFiles are those of --deps that the snapshot holds.
+func (pooled) installedFiles(rt *runtimeFiles) map[string]bool { return rt.preinstalled() }
+
+// acquire takes a warm worker that answers (see takeWorker).
+func (p pooled) acquire(ctx context.Context, limit *deadline, principal, kind string) (*worker, error) {
+	waited := time.Now()
+	w, err := p.s.takeWorker(ctx, principal, kind)
+	limit.extend(time.Since(waited))
+	return w, err
+}
+
+// release retires w: the pool starts a replacement.
+func (p pooled) release(w *worker) { p.s.pool.retire(w) }
+
+func (pooled) learns() bool    { return true }
+func (pooled) mountsDue() bool { return true }
+func (pooled) mountsPut()      {}
+
+// installedFiles are those installed by the session's calls so far, on top
+// of the runtime's when the session began. Guarded by the session's turn,
+// as all of its interpreter methods.
+func (ss *Session) installedFiles(*runtimeFiles) map[string]bool { return ss.installed }
+
+// acquire returns the session's worker; it never has a learned set.
+func (ss *Session) acquire(context.Context, *deadline, string, string) (*worker, error) {
+	return ss.w, nil
+}
+
+// release keeps the worker: it holds the session's state. Session.Run
+// ends the session if the call lost it.
+func (ss *Session) release(*worker) {}
+
+func (ss *Session) learns() bool    { return false }
+func (ss *Session) mountsDue() bool { return !ss.mounted }
+func (ss *Session) mountsPut()      { ss.mounted = true }
+
+// preinstalled returns the files every interpreter started from rt has
+// installed: those of --deps when its snapshot holds them.
+func (rt *runtimeFiles) preinstalled() map[string]bool {
+	if rt != nil && rt.deps != nil {
+		return maps.Clone(rt.deps.files)
+	}
+	return map[string]bool{}
+}
+
+// pingTimeout bounds how long a warm worker may take to answer before it
+// gets a call. An idle interpreter answers in well under a millisecond; a
+// loaded machine can delay it by tens; a frozen or wedged worker never does.
+const pingTimeout = time.Second
+
+// takeWorker takes a warm worker that proves it is alive: one that does not
+// answer at once (stopped, wedged) is replaced, and the call goes to the
+// next. Each try takes a different worker, so a pool of frozen workers
+// costs a call at most one pingTimeout a worker.
+func (s *Supervisor) takeWorker(ctx context.Context, principal, kind string) (*worker, error) {
+	for try := 0; ; try++ {
+		w, err := s.pool.acquire(ctx, principal, kind)
+		if err != nil {
+			return nil, err
+		}
+		if w.standby != nil && !w.standby.made() {
+			progressFrom(ctx).restoring()
+		}
+		waited, err := s.awaitRestore(ctx, w)
+		if err == nil && !waited {
+			pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
+			err = w.conn.Ping(pingCtx)
+			cancel()
+		}
+		if err == nil {
+			return w, nil
+		}
+		if ctx.Err() != nil || try >= s.cfg.Workers {
+			s.pool.retire(w)
+			return nil, fmt.Errorf("no worker answered: %w", err)
+		}
+		s.pool.discard(w, err)
+	}
+}
