@@ -482,7 +482,7 @@ interface PyRunner {
   ): { toJs(): [string, Uint8Array | undefined]; destroy(): void };
 }
 
-/** A run frame; see bridge.Message. */
+/** A run frame; see bridge.RunFrame. */
 interface RunFrame {
   code: string;
   /** Values of globals set before the code runs. */

@@ -69,11 +69,11 @@ type callProgress struct {
 	// preparation that names it is the operator's business, not a
 	// client's.
 	private string
+	start   time.Time
 
 	// mu orders the reports: downloads report from goroutines of their
 	// own, and OnProgress is promised one event at a time.
 	mu     sync.Mutex
-	start  time.Time
 	paused time.Time     // when the current wait for a worker began; zero when none
 	waited time.Duration // the waits for a worker that ended
 }

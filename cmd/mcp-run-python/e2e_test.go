@@ -423,15 +423,9 @@ func testBadArguments(t *testing.T, _ *e2eSetup, _ *target, c *e2eClient) {
 	c.expectWorks(t)
 }
 
-// testExtraArgument sends an argument the input schema does not allow
-// (additionalProperties: false): a tool error naming it, then the server goes
-// on serving.
-//
-// Upstream declared the schema with zod, whose objects strip unknown keys, so
-// upstream ran the code; this case follows the suite's brief, which asks for
-// the tool error.
-// testExtraArgument: upstream validates arguments with zod, which strips
-// unknown keys, so a drop-in runs the code.
+// testExtraArgument sends an argument the input schema does not name.
+// Upstream validates arguments with zod, whose objects strip unknown keys,
+// so upstream runs the code, and so does a drop-in.
 func testExtraArgument(t *testing.T, _ *e2eSetup, _ *target, c *e2eClient) {
 	res, text := c.callTool(t, map[string]any{"python_code": "1 + 1", "unexpected": true})
 	if want := "<status>success</status>\n<return_value>\n2\n</return_value>"; res.IsError || text != want {

@@ -219,6 +219,7 @@ func run(ctx context.Context, args []string, std streams, env config.Environment
 			Sessions:   st.sessions,
 			Files:      st.files,
 			ImageLimit: cfg.ImageLimit,
+			Tasks:      taskOptions(cfg, w.supervisor),
 		},
 		CodeLimit: cfg.Supervisor.CodeLimit,
 		Limits:    &w.limits,

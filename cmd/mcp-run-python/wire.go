@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/config"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcpserver"
@@ -134,6 +135,20 @@ func wire(cfg config.Config) (wired, error) {
 		returnMode: render.ReturnMode(cfg.ReturnMode),
 		toolSchema: mcpserver.ToolSchema(cfg.ToolSchema),
 	}, nil
+}
+
+// taskOptions returns the options of tasks (--tasks), nil without. A task's
+// run is bounded by the longest a call can take, with room for a call of a
+// Python session that waits for the one before it.
+func taskOptions(cfg config.Config, sup supervisor.Config) *mcpserver.TaskOptions {
+	if !cfg.Tasks {
+		return nil
+	}
+	var maxRun time.Duration // 0: mcpserver's default, when calls may wait for ever
+	if sup.QueueTimeout > 0 {
+		maxRun = sup.QueueTimeout + 2*sup.Timeout + sup.CancelWait() + time.Minute
+	}
+	return &mcpserver.TaskOptions{PerOwner: cfg.TasksPerPrincipal, Retention: cfg.TaskRetention, MaxRun: maxRun}
 }
 
 // allowNet returns the hosts of an --allow-net value, dropping repeats; nil

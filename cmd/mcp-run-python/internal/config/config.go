@@ -77,6 +77,8 @@ const (
 
 	defaultSessionIdle     = 30 * time.Minute
 	defaultMaxSessions     = 4
+	defaultTasksPerOwner   = 16
+	defaultTaskRetention   = 10 * time.Minute
 	defaultFilesTTL        = 30 * time.Minute
 	defaultFilesStoreLimit = "1GiB"
 	defaultMaxFiles        = 10_000
@@ -179,6 +181,14 @@ type Config struct {
 	FilesStoreLimitPerPrincipal int64
 	// MaxFiles is how many returned files the server keeps; at least 1.
 	MaxFiles int
+	// Tasks makes run_python_code task-capable: a client may start a call
+	// as a task, poll it, fetch its result later and cancel it.
+	// TasksPerPrincipal bounds the tasks, running or kept, of one
+	// authenticated caller (one MCP session without authentication), 0 for
+	// no limit; a task is kept for TaskRetention after it ends (above 0).
+	Tasks             bool
+	TasksPerPrincipal int
+	TaskRetention     time.Duration
 	// FilesTTL is how long the files returned by a call outside a session
 	// stay readable as resources; above 0.
 	FilesTTL time.Duration
@@ -426,6 +436,9 @@ type flagValues struct {
 	sessionIdle                 time.Duration
 	maxSessions                 int
 	sessionIdleCPU              float64
+	tasks                       bool
+	tasksPerPrincipal           int
+	taskRetention               time.Duration
 	files                       bool
 	filesLimit                  int64
 	filesTTL                    time.Duration
@@ -511,6 +524,9 @@ func newFlagSet(v *flagValues, goos string) *pflag.FlagSet {
 	fs.Var(newIntFlag(&v.maxSessions, defaultMaxSessions, 1, math.MaxInt), "max-sessions", "live Python sessions, each holding a worker of its own (with --sessions)")
 	fs.Var(newIntFlag(&v.maxSessionsPerPrincipal, 0, 0, math.MaxInt), "max-sessions-per-principal", "live Python sessions of one authenticated caller (of one MCP session without authentication); 0 for no limit (default: half of --max-sessions, rounded up)")
 	fs.Var(newCoresFlag(&v.sessionIdleCPU, defaultSessionIdleCPU), "session-idle-cpu", "share of a core a Python session's worker may use on average while no call runs, with 10 s of it at once; past it the session ends (with --sessions); 0 for no limit")
+	fs.BoolVar(&v.tasks, "tasks", false, "offer run_python_code as a task (MCP tasks): started at once, polled, its result fetched later, cancelled")
+	fs.Var(newIntFlag(&v.tasksPerPrincipal, defaultTasksPerOwner, 0, math.MaxInt), "tasks-per-principal", "tasks, running or kept, of one authenticated caller (of one MCP session without authentication); 0 for no limit (with --tasks)")
+	fs.Var(positiveDuration(&v.taskRetention, defaultTaskRetention), "task-retention", "how long a task and its result are kept after it ends (with --tasks)")
 	fs.BoolVar(&v.files, "files", true, "return the files a call writes in its working directory ("+workDir+") as resources; --files=false for none")
 	fs.Var(positiveByteSize(&v.filesLimit, defaultFilesLimit, math.MaxInt64), "files-limit", "bytes of files one call may send back: returned, written back to a mount, and figures, such as 64MiB")
 	fs.Var(positiveDuration(&v.filesTTL, defaultFilesTTL), "files-ttl", "how long the files of a call outside a session stay readable as resources")
@@ -784,6 +800,9 @@ func parse(args []string, env Environment, goos string) (Config, error) {
 		MaxFilesPerPrincipal:        halfUnlessSet(v.maxFilesPerPrincipal, v.maxFiles, src.fs.Changed("max-files-per-principal")),
 		FilesStoreLimitPerPrincipal: filesPerPrincipal,
 		ImageLimit:                  v.imageLimit,
+		Tasks:                       v.tasks,
+		TasksPerPrincipal:           v.tasksPerPrincipal,
+		TaskRetention:               v.taskRetention,
 		Auth: Auth{
 			OAuthIssuer: v.oauthIssuer, OAuthAudience: v.oauthAudience, OAuthScopes: v.oauthScopes,
 			TokenFile: v.authTokenFile, PublicURL: v.publicURL, Metrics: v.metricsAuth,

@@ -103,6 +103,8 @@ func defaultConfig() Config {
 		MaxFilesPerPrincipal:        5_000,
 		FilesStoreLimitPerPrincipal: 512 << 20,
 		ImageLimit:                  1 << 20,
+		TasksPerPrincipal:           16,
+		TaskRetention:               10 * time.Minute,
 		Tools:                       Tools{ResultLimit: 1 << 20},
 	}
 }
@@ -326,6 +328,8 @@ func TestParseConfig(t *testing.T) {
 			func(c *Config) {
 				c.Sessions, c.SessionIdle, c.MaxSessions, c.MaxSessionsPerPrincipal = true, 5*time.Minute, 1, 1
 			}},
+		{"tasks", []string{"stdio", "--tasks", "--tasks-per-principal", "0", "--task-retention", "90s"}, standardEnv(),
+			func(c *Config) { c.Tasks, c.TasksPerPrincipal, c.TaskRetention = true, 0, 90*time.Second }},
 		{"session flags without --sessions", []string{"stdio", "--session-idle", "2h", "--max-sessions", "64"}, standardEnv(),
 			func(c *Config) { c.SessionIdle, c.MaxSessions, c.MaxSessionsPerPrincipal = 2*time.Hour, 64, 32 }},
 		{"sessions from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{

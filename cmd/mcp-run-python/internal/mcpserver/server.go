@@ -58,6 +58,9 @@ type Options struct {
 	// tools of other MCP servers code may call (--tools-config), appended
 	// to run_python_code's description each time the tools are listed.
 	CodeTools func() string
+	// Tasks, when not nil, makes run_python_code task-capable (--tasks;
+	// tasks.go).
+	Tasks *TaskOptions
 }
 
 // tool is one tool of the server: its definition, its handler, and, when
@@ -96,6 +99,11 @@ func New(o Options, perSession bool, hooks *server.Hooks) *server.MCPServer {
 		})
 	}
 	ts := tools(o, levels, principals)
+	var tasks *taskStore
+	if o.Tasks != nil {
+		tasks = newTaskStore(*o.Tasks)
+		tasks.install(hooks, toolName, o.Calls, principals)
+	}
 	opts := []server.ServerOption{
 		server.WithInstructions(serverInstructions),
 		server.WithToolCapabilities(false),
@@ -107,8 +115,15 @@ func New(o Options, perSession bool, hooks *server.Hooks) *server.MCPServer {
 	if o.Files != nil {
 		opts = append(opts, server.WithResourceCapabilities(false, false))
 	}
+	if tasks != nil {
+		opts = append(opts, server.WithTaskCapabilities(true, true, true), server.WithToolFilter(offerTasks(toolName, principals)))
+	}
 	s := server.NewMCPServer(serverName, o.Version, opts...)
 	for _, t := range ts {
+		if tasks != nil && t.def.Name == toolName {
+			t.def.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
+			t.handle = tasks.handler(t.handle)
+		}
 		s.AddTool(t.def, t.handle)
 	}
 	if o.Files != nil {
