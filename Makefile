@@ -43,9 +43,10 @@ $(HOME)/.deno/bin/deno:
 test: build $(DENO) test-js test-go
 
 test-js: $(DENO)
-	$(DENO) fmt --check js/ deno.json
+	$(DENO) fmt --check js/ deno.json testdata/tssdk/client.ts
 	$(DENO) lint js/
 	$(DENO) check js/worker.ts js/runner.ts
+	$(DENO) check --no-config --lock=testdata/tssdk/deno.lock --frozen-lockfile testdata/tssdk/client.ts
 
 # go.mod and go.sum must be tidy as committed (-diff changes nothing).
 test-go:
@@ -89,7 +90,7 @@ cross:
 
 fmt:
 	gofmt -w .
-	$(DENO) fmt js/ deno.json
+	$(DENO) fmt js/ deno.json testdata/tssdk/client.ts
 
 clean:
 	rm -rf bin node_modules
