@@ -7,7 +7,7 @@
 
 /// <reference lib="deno.worker" />
 
-import type { PyodideAPI } from "pyodide";
+import type { PyodideAPI, PyodideConfig } from "pyodide";
 import runnerSource from "./runner.py" with { type: "text" };
 
 /** What the parent tells the runner before anything else. */
@@ -130,58 +130,75 @@ async function compile(init: Init): Promise<WebAssembly.Module> {
   return module;
 }
 
-/** Frees buffer's memory now: the one reference left is Pyodide's, which it never reads again. */
-const release = (buffer: ArrayBufferLike) => {
-  try {
-    (buffer as ArrayBuffer).transfer(0);
-  } catch {
-    // not detachable: it goes with the garbage
-  }
-};
+/** Emscripten's settings, as Pyodide hands them to createPyodideModule. */
+type Settings = Parameters<NonNullable<PyodideConfig["createPyodideModule"]>>[0];
 
 /**
- * Runs load with Pyodide's wasm module instantiated from module, the one
- * compile() made, instead of the bytes Pyodide read (which are freed), and
- * with its memory grown to at least bytes as soon as it exists. A snapshot
- * holds the whole wasm memory, and one taken after imports that grew it (a
- * snapshot with --deps loaded) is larger than a fresh instance's: Pyodide
- * copies it into the fresh memory without growing that first, and fails.
- * Its module exports its memory, so only the instantiation can be reached
- * to grow it, before Emscripten makes its views of the memory.
+ * Loads Pyodide with options, its wasm module instantiated from module, the
+ * one compile() made, and its memory grown to at least bytes as soon as it
+ * exists. A snapshot holds the whole wasm memory, and one taken after
+ * imports that grew it (a snapshot with --deps loaded) is larger than a
+ * fresh instance's: Pyodide copies it into the fresh memory without growing
+ * that first, and fails. Its module exports its memory, so only the
+ * instantiation can be reached to grow it, before Emscripten makes its
+ * views of the memory.
+ *
+ * Pyodide's own instantiateWasm would read pyodide.asm.wasm again as Pyodide
+ * makes its settings (9 MiB, on every restore), only to instantiate those
+ * bytes. It starts that read unless a global WasmOffsetConverter exists (its
+ * way to leave the instantiation to Emscripten; nothing else of Pyodide 314
+ * reads it), so one exists while loadPyodide makes the settings, and
+ * createPyodideModule, which receives them, puts this instantiateWasm in.
+ * Should Pyodide drop that check, it reads the bytes in vain but still runs
+ * this. The two imports Pyodide's adds are its marker of a JavaScript error,
+ * made as Pyodide makes them where its small wasm-gc module for them does not
+ * compile; a missing or new import fails the instantiation, loudly.
  */
-async function instantiating<T>(
+async function loadPyodideWith(
+  init: Init,
   module: WebAssembly.Module,
   bytes: number,
-  load: () => Promise<T>,
-): Promise<T> {
-  const grow = (instance: WebAssembly.Instance) => {
-    const memory = instance.exports.memory;
-    if (memory instanceof WebAssembly.Memory && memory.buffer.byteLength < bytes) {
-      memory.grow(Math.ceil((bytes - memory.buffer.byteLength) / 65536));
-    }
+  options: PyodideConfig,
+): Promise<PyodideAPI> {
+  const [{ loadPyodide }, { default: create }] = await Promise.all([
+    import(`file://${init.pyodide}/pyodide.mjs`),
+    import(`file://${init.pyodide}/pyodide.asm.mjs`),
+  ]);
+  const failed = Promise.withResolvers<never>();
+  const instantiateWasm = (
+    imports: { env: Record<string, unknown> },
+    receive: (instance: WebAssembly.Instance, module: WebAssembly.Module) => void,
+  ) => {
+    const error = Symbol("error marker");
+    imports.env.Jsv_GetError_import = () => error;
+    imports.env.JsvError_Check = (value: unknown) => value === error;
+    WebAssembly.instantiate(module, imports as WebAssembly.Imports).then((instance) => {
+      const memory = instance.exports.memory;
+      if (memory instanceof WebAssembly.Memory && memory.buffer.byteLength < bytes) {
+        memory.grow(Math.ceil((bytes - memory.buffer.byteLength) / 65536));
+      }
+      receive(instance, module);
+    }, failed.reject); // Emscripten would wait forever
+    return {};
   };
-  const { instantiate } = WebAssembly;
-  // deno-lint-ignore no-explicit-any
-  const wasm = WebAssembly as any;
-  wasm.instantiate = async (source: unknown, imports?: WebAssembly.Imports) => {
-    if (
-      source instanceof WebAssembly.Module ||
-      !ArrayBuffer.isView(source) && !(source instanceof ArrayBuffer)
-    ) {
-      return await instantiate(source as WebAssembly.Module, imports);
-    }
-    if (source.byteLength < 1 << 20) {
-      return await instantiate(source as BufferSource, imports); // a helper module of Pyodide's, not the interpreter
-    }
-    release(ArrayBuffer.isView(source) ? source.buffer : source);
-    const instance = await instantiate(module, imports);
-    grow(instance);
-    return { instance, module };
-  };
+  const global = globalThis as { WasmOffsetConverter?: unknown };
+  global.WasmOffsetConverter = true;
   try {
-    return await load();
+    return await Promise.race([
+      loadPyodide({
+        ...options,
+        indexURL: `${init.pyodide}/`,
+        // Emscripten's Module is this very object: Pyodide reads it back.
+        createPyodideModule: (settings: Settings) => {
+          delete global.WasmOffsetConverter;
+          Object.assign(settings, { instantiateWasm });
+          return create(settings);
+        },
+      }),
+      failed.promise,
+    ]);
   } finally {
-    wasm.instantiate = instantiate;
+    delete global.WasmOffsetConverter;
   }
 }
 
@@ -189,17 +206,11 @@ async function load(
   init: Init,
   module: WebAssembly.Module,
 ): Promise<{ py: PyodideAPI; restored: boolean }> {
-  const { loadPyodide } = await import(`file://${init.pyodide}/pyodide.mjs`);
-  const indexURL = `${init.pyodide}/`;
   if (init.snapshot && !init.makeSnapshot) {
     try {
       const bytes = Deno.readFileSync(init.snapshot);
-      const py: PyodideAPI = await instantiating(
-        module,
-        bytes.length,
-        () => loadPyodide({ indexURL, _loadSnapshot: bytes }),
-      );
-      release(bytes.buffer); // copied into the wasm memory; Pyodide keeps a reference
+      const py = await loadPyodideWith(init, module, bytes.length, { _loadSnapshot: bytes });
+      bytes.buffer.transfer(0); // copied into the wasm memory; Pyodide keeps a reference, never read again
       return { py, restored: true };
     } catch (e) {
       // A stale or damaged snapshot must not take the service down: a plain
@@ -207,11 +218,7 @@ async function load(
       console.error(`snapshot restore failed, loading plainly: ${e}`);
     }
   }
-  const py: PyodideAPI = await instantiating(
-    module,
-    0,
-    () => loadPyodide({ indexURL, _makeSnapshot: init.makeSnapshot }),
-  );
+  const py = await loadPyodideWith(init, module, 0, { _makeSnapshot: init.makeSnapshot });
   // The runner module goes into the snapshot, so restored workers skip this.
   py.globals.set("_mcp_source", runnerSource);
   py.runPython(`
