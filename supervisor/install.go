@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/js"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/ttlcache"
 )
 
 // planTTL is how long a resolved set of requirements is reused. Within it,
@@ -50,7 +51,7 @@ type installer struct {
 	// plans are resolved sets of requirements, by the requirements: a
 	// repeated call asks no index for planTTL. Bounded, so that calls with
 	// ever new requirements cannot grow it without end.
-	plans *ttlCache[string, resolved]
+	plans *ttlcache.Cache[string, resolved]
 }
 
 type resolved struct {
@@ -95,7 +96,7 @@ func newInstaller(cfg Config, pyodideDir string, log *zap.Logger) (*installer, e
 		cache:    cache,
 		imports:  lock.ImportTable(),
 		log:      log,
-		plans:    newTTLCache[string, resolved](maxPlans, planTTL),
+		plans:    ttlcache.New[string, resolved](maxPlans, planTTL),
 	}
 	in.deps.Store(&cfg.Deps)
 	return in, nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/ttlcache"
 )
 
 // Snapshots learned from use: when calls keep naming the same packages in
@@ -42,11 +43,11 @@ const (
 // learned ones.
 type learner struct {
 	mu      sync.Mutex
-	uses    *ttlCache[string, int]
+	uses    *ttlcache.Cache[string, int]
 	learned map[string]*learnedSet
 	// guesses are the sets that calls' imports made, each with the
 	// top-level modules its first round found missing.
-	guesses *ttlCache[string, guess]
+	guesses *ttlcache.Cache[string, guess]
 	making  bool // a snapshot is being made: one at a time
 }
 
@@ -112,9 +113,9 @@ func (inf *inference) claim(wheels []bridge.Payload) bool {
 
 func newLearner() *learner {
 	return &learner{
-		uses:    newTTLCache[string, int](maxSets, hotFor),
+		uses:    ttlcache.New[string, int](maxSets, hotFor),
 		learned: map[string]*learnedSet{},
-		guesses: newTTLCache[string, guess](maxSets, hotFor),
+		guesses: ttlcache.New[string, guess](maxSets, hotFor),
 	}
 }
 

@@ -23,11 +23,11 @@ import (
 	"sync"
 	"time"
 
-	lru "github.com/hashicorp/golang-lru/v2"
 	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/identity"
 	"github.com/mcp-run-python/mcp-run-python/supervisor"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/ttlcache"
 )
 
 // Interpreter is a session's interpreter: *supervisor.Session.
@@ -87,10 +87,8 @@ type Registry struct {
 	held   map[identity.Principal]int
 	closed bool
 	// ended remembers why recent sessions ended, by id. Bounded in number
-	// and age: past either, an ended id is merely unknown. Ages are checked
-	// when read: golang-lru's expirable.LRU (v2.0.7) drops them from a
-	// goroutine that nothing stops, which would outlive Shutdown.
-	ended *lru.Cache[string, ending]
+	// and age: past either, an ended id is merely unknown.
+	ended *ttlcache.Cache[string, ending]
 }
 
 type session struct {
@@ -105,7 +103,6 @@ type session struct {
 type ending struct {
 	owner identity.Principal
 	why   error
-	at    time.Time
 }
 
 // Bounds of the memory of ended sessions.
@@ -116,17 +113,13 @@ const (
 
 // New returns a registry that starts interpreters with start.
 func New(cfg Config, start Starter, log *zap.Logger) *Registry {
-	ended, err := lru.New[string, ending](maxEnded)
-	if err != nil {
-		panic(err) // only for a size <= 0, and maxEnded is a constant
-	}
 	return &Registry{
 		cfg:   cfg,
 		start: start,
 		log:   log,
 		live:  map[string]*session{},
 		held:  map[identity.Principal]int{},
-		ended: ended,
+		ended: ttlcache.New[string, ending](maxEnded, endedTTL),
 	}
 }
 
@@ -241,7 +234,7 @@ func (r *Registry) find(owner identity.Principal, id string) (*session, error) {
 	if s, ok := r.live[id]; ok && visible(s.owner, owner) {
 		return s, nil
 	}
-	if e, ok := r.ended.Peek(id); ok && time.Since(e.at) < endedTTL && visible(e.owner, owner) {
+	if e, ok := r.ended.Peek(id); ok && visible(e.owner, owner) {
 		return nil, e.why
 	}
 	return nil, fmt.Errorf("%w %q: no session of yours has this id; create one with create_session", ErrUnknown, shorten(id))
@@ -310,7 +303,7 @@ func (r *Registry) end(s *session, why error) {
 	delete(r.live, s.id)
 	r.release(s.owner)
 	s.timer.Stop()
-	r.ended.Add(s.id, ending{owner: s.owner, why: why, at: time.Now()})
+	r.ended.Add(s.id, ending{owner: s.owner, why: why})
 	r.mu.Unlock()
 	// What belongs to the session goes before its interpreter, whose
 	// worker can take a while to die: calls already say it ended.

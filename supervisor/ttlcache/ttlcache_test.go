@@ -1,4 +1,4 @@
-package supervisor
+package ttlcache
 
 import (
 	"slices"
@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-func TestTTLCache(t *testing.T) {
+func TestCache(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newTTLCache[string, int](2, time.Minute)
+		c := New[string, int](2, time.Minute)
 		c.Add("a", 1)
 		time.Sleep(30 * time.Second)
 		c.Add("b", 2)
