@@ -30,6 +30,10 @@ func Decode(data []byte) (Frame, error) {
 		return decodeAs[StandbyFrame](data)
 	case TypeRestore:
 		return decodeAs[RestoreFrame](data)
+	case TypeRecycle:
+		return decodeAs[RecycleFrame](data)
+	case TypeRecycled:
+		return decodeAs[RecycledFrame](data)
 	case TypeOutput:
 		return decodeAs[OutputFrame](data)
 	case TypeResult:

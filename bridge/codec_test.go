@@ -22,6 +22,7 @@ var goldenFrames = []struct {
 }{
 	// Go → worker.
 	{"restore", RestoreFrame{}, true},
+	{"recycle", RecycleFrame{Nonce: "Q2M4XW3NR6TYJ5VB"}, true},
 	{"ping", PingFrame{}, true},
 	{"interrupt", InterruptFrame{}, true},
 	{"run", RunFrame{
@@ -54,6 +55,7 @@ var goldenFrames = []struct {
 	// Worker → Go.
 	{"hello", HelloFrame{Secret: "K7PZQ2M4XW3NR6TYJ5VB8HC2DFGL9QAEK7PZQ2M4XW3NR6TYJ5VB8HC2DFGL9QAE"}, false},
 	{"standby", StandbyFrame{}, false},
+	{"recycled", RecycledFrame{Nonce: "Q2M4XW3NR6TYJ5VB"}, false},
 	{"ready", ReadyFrame{Python: "3.14.2", Snapshot: true}, false},
 	{"ready_loaded", ReadyFrame{Python: "3.14.2"}, false},
 	{"pong", PongFrame{}, false},
@@ -129,7 +131,7 @@ func TestGoldenFrames(t *testing.T) {
 	// Every type Decode knows has a golden file.
 	for _, typ := range []string{TypeHello, TypeReady, TypeOutput, TypeResult, TypeFatal, TypeRun, TypeImports,
 		TypeInstall, TypeInstalled, TypeInterrupt, TypePing, TypePong, TypePut, TypeFiles, TypeSnapshot,
-		TypeStandby, TypeRestore, TypeToolCall, TypeToolResult, TypeCompile, TypeCompiled} {
+		TypeStandby, TypeRestore, TypeRecycle, TypeRecycled, TypeToolCall, TypeToolResult, TypeCompile, TypeCompiled} {
 		if !types[typ] {
 			t.Errorf("no golden frame of type %q", typ)
 		}

@@ -70,6 +70,29 @@ func (c *Conn) Restore(ctx context.Context) (ReadyFrame, error) {
 	return c.Ready(ctx)
 }
 
+// Recycle ends the worker's runner, whose call is over, and starts a new
+// one (see RecycleFrame). Every frame the old runner sent is read and
+// dropped, whatever it holds: a runner's frames can be forged by its code,
+// and none of them matters once its call is over. The new runner's first
+// frame comes next: Standby or Ready reads it. nonce must be secret and new.
+func (c *Conn) Recycle(ctx context.Context, nonce string) error {
+	if err := c.write(ctx, RecycleFrame{Nonce: nonce}); err != nil {
+		return err
+	}
+	for {
+		typ, data, err := c.ws.Read(ctx)
+		if err != nil {
+			return failure(ctx, err)
+		}
+		if typ != websocket.MessageText {
+			continue
+		}
+		if f, err := Decode(data); err == nil && f == (RecycledFrame{Nonce: nonce}) {
+			return nil
+		}
+	}
+}
+
 // expect reads the next frame, which must be an F. (A function, since a
 // method cannot have type parameters.)
 func expect[F Frame](ctx context.Context, c *Conn) (F, error) {

@@ -39,6 +39,8 @@ const (
 	TypeToolResult = "tool_result"
 	TypeCompile    = "compile"
 	TypeCompiled   = "compiled"
+	TypeRecycle    = "recycle"
+	TypeRecycled   = "recycled"
 )
 
 // Frame is one JSON frame: one of the types below.
@@ -67,6 +69,22 @@ type StandbyFrame struct{}
 
 // RestoreFrame (Go → worker) makes the interpreter of a worker on standby.
 type RestoreFrame struct{}
+
+// RecycleFrame (Go → worker) ends the worker's runner, whose call is over,
+// and starts a new one for the next call: the process's main thread
+// terminates the runner's Web Worker, starts another and answers with a
+// RecycledFrame of the same nonce, which no runner sees. The new runner
+// then sends what a new worker's sends: a StandbyFrame or a ReadyFrame.
+type RecycleFrame struct {
+	Nonce string `json:"nonce,omitempty"`
+}
+
+// RecycledFrame (worker → Go) marks the end of the old runner's frames:
+// every frame before it is the old runner's, every frame after it the new
+// one's. Its nonce is the RecycleFrame's, so the old runner cannot forge it.
+type RecycledFrame struct {
+	Nonce string `json:"nonce,omitempty"`
+}
 
 // OutputFrame (worker → Go) carries lines printed by the running code,
 // without their newlines.
@@ -225,6 +243,12 @@ func (StandbyFrame) Type() string { return TypeStandby }
 
 // Type returns TypeRestore.
 func (RestoreFrame) Type() string { return TypeRestore }
+
+// Type returns TypeRecycle.
+func (RecycleFrame) Type() string { return TypeRecycle }
+
+// Type returns TypeRecycled.
+func (RecycledFrame) Type() string { return TypeRecycled }
 
 // Type returns TypeOutput.
 func (OutputFrame) Type() string { return TypeOutput }

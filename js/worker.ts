@@ -57,33 +57,75 @@ const opened = new Promise<void>((resolve, reject) => {
   ws.onerror = () => reject(new Error(`cannot reach the bridge at ${config.bridge}`));
 });
 
-// Shared with the runner: Pyodide checks it between bytecodes, so this
-// thread can stop Python code while the runner's thread is busy with it.
-const interrupt = new Int32Array(new SharedArrayBuffer(4));
+// Pyodide's wasm module, compiled once for every runner this process starts
+// (WebAssembly.compile is about half of a runner's start), while the socket
+// opens.
+const module = WebAssembly.compile(Deno.readFileSync(`${config.init.pyodide}/pyodide.asm.wasm`));
 const SIGINT = 2;
-
-// Start Pyodide while the socket opens: loading is the slow part.
-const runner = new Worker(new URL("./runner.ts", import.meta.url), {
-  type: "module",
-  // deno-lint-ignore no-explicit-any
-  deno: { permissions: config.permissions } as any,
-});
-runner.postMessage({ ...config.init, interrupt });
 
 // Frames wait for the hello; promise callbacks keep them in order.
 const hello = opened.then(() => ws.send(JSON.stringify({ type: "hello", secret: config.secret })));
-runner.onmessage = (e: MessageEvent<string | Uint8Array>) => hello.then(() => ws.send(e.data));
-runner.onerror = (e: ErrorEvent) => {
-  e.preventDefault();
-  hello.then(() => {
-    ws.send(JSON.stringify({ type: "fatal", error: `runner: ${e.message}` }));
-    ws.close();
+
+/** A runner and what it shares with this thread. */
+interface Runner {
+  worker: Worker;
+  /**
+   * Pyodide checks it between bytecodes, so this thread can stop Python
+   * code while the runner's thread is busy with it.
+   */
+  interrupt: Int32Array;
+}
+
+/**
+ * Starts a runner, with nothing of any runner before it: a new Worker is a
+ * new V8 isolate, with its own globals, modules, timers and interpreter.
+ * Only the current runner's frames are relayed: one ended may still have
+ * posted some, which must not pass for the next one's.
+ */
+function start(): Runner {
+  const worker = new Worker(new URL("./runner.ts", import.meta.url), {
+    type: "module",
+    // deno-lint-ignore no-explicit-any
+    deno: { permissions: config.permissions } as any,
   });
-};
+  const r = { worker, interrupt: new Int32Array(new SharedArrayBuffer(4)) };
+  worker.onmessage = (e: MessageEvent<string | Uint8Array>) => {
+    if (runner === r) hello.then(() => ws.send(e.data));
+  };
+  worker.onerror = (e: ErrorEvent) => {
+    e.preventDefault();
+    if (runner !== r) return;
+    hello.then(() => {
+      ws.send(JSON.stringify({ type: "fatal", error: `runner: ${e.message}` }));
+      ws.close();
+    });
+  };
+  module.then((m) => worker.postMessage({ ...config.init, interrupt: r.interrupt, module: m }));
+  return r;
+}
+
+let runner = start();
+
 ws.onmessage = (e: MessageEvent<string | ArrayBuffer>) => {
-  if (typeof e.data !== "string") runner.postMessage(new Uint8Array(e.data), [e.data]); // a wheel
-  else if (JSON.parse(e.data).type === "interrupt") Atomics.store(interrupt, 0, SIGINT);
-  else runner.postMessage(e.data);
+  if (typeof e.data !== "string") {
+    return runner.worker.postMessage(new Uint8Array(e.data), [e.data]); // a wheel
+  }
+  const msg = JSON.parse(e.data);
+  switch (msg.type) {
+    case "interrupt":
+      return Atomics.store(runner.interrupt, 0, SIGINT);
+    case "recycle":
+      // The runner's call is over: it ends, and a new one starts for the
+      // next call. terminate() stops no busy loop and no Worker the runner
+      // made: the supervisor counts this process's threads and kills it if
+      // any such thread is left (supervisor/recycle.go). The nonce, which
+      // no runner sees, marks where the old runner's frames end.
+      runner.worker.terminate();
+      runner = start();
+      return ws.send(JSON.stringify({ type: "recycled", nonce: msg.nonce }));
+    default:
+      return runner.worker.postMessage(e.data);
+  }
 };
 // The supervisor closes the socket to retire a worker; nothing outlives it.
 ws.onclose = () => Deno.exit(0);

@@ -71,6 +71,9 @@ func (s *Supervisor) call(ctx context.Context, w *worker, run bridge.RunRequest,
 	res := Result{Output: out.finish()}
 
 	cause := context.Cause(stopCtx)
+	if cause != nil || o.err != nil {
+		w.spent = true // stopped, or failed: its process serves no other call
+	}
 	if cause == nil && o.err == nil {
 		switch o.msg.Status {
 		case bridge.ResultSuccess, bridge.ResultRunError:

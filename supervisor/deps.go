@@ -64,7 +64,7 @@ func (s *Supervisor) runtimeWith(ctx context.Context, rt *runtimeFiles, key stri
 	l := layout{rt.root}
 	with := *rt
 	with.snapshot, with.codeCache, with.deps, with.needed = l.snapshot(key), l.codeCache(key), set, nil
-	if firstMissing([]string{with.snapshot}) != "" || checkTemplate(with.codeCache) != nil {
+	if checkSnapshot(with.snapshot) != nil || checkTemplate(with.codeCache) != nil {
 		progress("making a memory snapshot with " + strings.Join(set.modules, ", ") + " loaded")
 		if err := s.makeSnapshot(ctx, &with, with.snapshot, with.codeCache); err != nil {
 			return nil, err

@@ -34,7 +34,8 @@ type interpreter interface {
 }
 
 // pooled is the interpreter of a call in a fresh worker: taken warm from
-// the pool and retired after the call, so that no state survives it.
+// the pool and retired after the call, so that no state survives it (its
+// process may serve the next call, in a new interpreter: see recycle.go).
 type pooled struct{ s *Supervisor }
 
 var (
@@ -53,7 +54,7 @@ func (p pooled) acquire(ctx context.Context, limit *deadline, principal, kind st
 	return w, err
 }
 
-// release retires w: the pool starts a replacement.
+// release retires w: the pool recycles it or starts a replacement.
 func (p pooled) release(w *worker) { p.s.pool.retire(w) }
 
 func (pooled) learns() bool    { return true }
@@ -115,7 +116,7 @@ func (s *Supervisor) takeWorker(ctx context.Context, principal, kind string) (*w
 			return w, nil
 		}
 		if ctx.Err() != nil || try >= s.cfg.Workers {
-			s.pool.retire(w)
+			s.pool.end(w, false) // it did not answer: no call of its again
 			return nil, fmt.Errorf("no worker answered: %w", err)
 		}
 		s.pool.discard(w, err)

@@ -109,6 +109,9 @@ func (p *pipeline) count() {
 // release hands the worker back to the interpreter, once the call is over.
 func (p *pipeline) release() {
 	if p.w != nil {
+		if p.err != nil {
+			p.w.spent = true // cancelled, or failed: its process serves no other call
+		}
 		p.in.release(p.w)
 		p.w = nil
 	}

@@ -58,6 +58,10 @@ type workerPool[W poolWorker] struct {
 	// restore makes a standby worker's interpreter in the background (see
 	// standby.go); nil when workers start restored.
 	restore func(w W)
+	// recycle makes a worker whose call is over fit for the next call, in
+	// the same process (see recycle.go), or fails, and the worker is
+	// killed; nil when each worker serves one call.
+	recycle func(ctx context.Context, w W) error
 	// hot are the kinds of worker (learned package sets, see learn.go) to
 	// keep one warm worker of each, most wanted first; nil for none.
 	hot func() []string
@@ -134,7 +138,7 @@ const perPlaceWeight = 0.25
 // queue timeout. Nil when calls may wait. p.mu must be held.
 func (p *workerPool[W]) unavailable() error {
 	f := p.failed[""] // every call takes a plain worker
-	if f == nil || slices.ContainsFunc(p.members, func(m *member[W]) bool { return m.state == stateStarting || m.state.warm() }) {
+	if f == nil || slices.ContainsFunc(p.members, func(m *member[W]) bool { return m.state.coming() || m.state.warm() }) {
 		return nil
 	}
 	return fmt.Errorf("%w: %v", ErrUnavailable, f.lastErr)
@@ -392,8 +396,13 @@ func (p *workerPool[W]) forget(principal string) {
 	delete(p.served, principal)
 }
 
-// retire ends a worker after its call: one call per interpreter.
-func (p *workerPool[W]) retire(w W) {
+// retire ends a worker's call: one call per interpreter. Its process is
+// recycled for the next call where workers are (see recycle.go), else
+// killed.
+func (p *workerPool[W]) retire(w W) { p.end(w, p.recycle != nil) }
+
+// end takes w back from its call, and recycles it or kills it.
+func (p *workerPool[W]) end(w W, recycle bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	m := p.find(w)
@@ -403,7 +412,11 @@ func (p *workerPool[W]) retire(w W) {
 	}
 	principal := m.principal
 	m.principal = ""
-	p.reap(m)
+	if recycle && !p.closed && !p.crowdsOut(m) && p.move(m, stateRecycling) {
+		p.wg.Go(func() { p.recycleOne(m) })
+	} else {
+		p.reap(m)
+	}
 	p.forget(principal)
 	// Its principal may have calls waiting for their share.
 	p.dispatch()
@@ -412,12 +425,25 @@ func (p *workerPool[W]) retire(w W) {
 	p.restoreAhead()
 }
 
-// discard ends a worker taken for a call that turned out not to be fit for
+// discard kills a worker taken for a call that turned out not to be fit for
 // one (it did not answer): unlike retire, it counts as a restart.
 func (p *workerPool[W]) discard(w W, why error) {
 	p.restarts.Inc()
 	p.log.Warn("a warm worker did not answer; replacing it", zap.Int("pid", w.pid()), zap.Error(why))
-	p.retire(w)
+	p.end(w, false)
+}
+
+// recycleOne recycles the worker of recycling m and offers it, or kills it.
+func (p *workerPool[W]) recycleOne(m *member[W]) {
+	err := p.recycle(p.ctx, m.w)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		p.log.Debug("a worker is retired rather than recycled", zap.Int("pid", m.w.pid()), zap.Error(err))
+		p.reap(m)
+		return
+	}
+	p.offer(m)
 }
 
 // offer gives a ready worker, just started or handed back, to a waiting
@@ -594,20 +620,7 @@ func (p *workerPool[W]) refill() {
 	if p.closed || !p.begun {
 		return
 	}
-	var hot []string
-	if p.hot != nil && p.cfg.Warm > 1 {
-		hot = p.hot()
-		hot = hot[:min(len(hot), p.cfg.Warm-1)]
-	}
-	have := func(kind string) int {
-		n := 0
-		for _, m := range p.members {
-			if m.kind == kind && (m.state == stateStarting || m.state.warm()) {
-				n++
-			}
-		}
-		return n
-	}
+	hot, have := p.hotKinds(), p.have
 	start := func(kind string) {
 		m := &member[W]{kind: kind, state: stateStarting}
 		p.members = append(p.members, m)
@@ -621,6 +634,42 @@ func (p *workerPool[W]) refill() {
 			start(kind)
 		}
 	}
+}
+
+// hotKinds are the hot kinds refill keeps a worker of. p.mu must be held.
+func (p *workerPool[W]) hotKinds() []string {
+	if p.hot == nil || p.cfg.Warm <= 1 {
+		return nil
+	}
+	hot := p.hot()
+	return hot[:min(len(hot), p.cfg.Warm-1)]
+}
+
+// have counts the workers of kind that are warm or coming. p.mu must be
+// held.
+func (p *workerPool[W]) have(kind string) int {
+	n := 0
+	for _, m := range p.members {
+		if m.kind == kind && (m.state.coming() || m.state.warm()) {
+			n++
+		}
+	}
+	return n
+}
+
+// crowdsOut reports whether recycling m, whose call is over, would keep out
+// of a full pool a hot kind that has no worker: its slot then goes to that
+// kind, as it would if each worker served one call. p.mu must be held.
+func (p *workerPool[W]) crowdsOut(m *member[W]) bool {
+	if len(p.members) < p.cfg.Workers {
+		return false
+	}
+	for _, kind := range p.hotKinds() {
+		if kind != m.kind && p.have(kind) == 0 && !p.retrying(kind) {
+			return true
+		}
+	}
+	return false
 }
 
 // startOne boots the worker of starting m and offers it, or schedules a
@@ -715,7 +764,7 @@ func (p *workerPool[W]) close() {
 func (p *workerPool[W]) idle() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.count(stateBusy, stateStarting) == 0
+	return p.count(stateBusy, stateStarting, stateRecycling) == 0
 }
 
 // health reports the pool's state.
@@ -725,7 +774,7 @@ func (p *workerPool[W]) health() Health {
 	h := Health{Waiting: len(p.waiters)}
 	for _, m := range p.members {
 		switch m.state {
-		case stateStarting, stateRestoring:
+		case stateStarting, stateRecycling, stateRestoring:
 			h.Starting++ // a restoring worker is working, not idle
 		case stateStandby, stateReady:
 			h.Warm++

@@ -248,14 +248,15 @@ func states(p *testPool) map[workerState]int {
 
 // TestWorkerStateEdges: may allows exactly the edges of workerState's table.
 func TestWorkerStateEdges(t *testing.T) {
-	all := []workerState{stateStarting, stateStandby, stateRestoring, stateReady, stateBusy, stateDying, stateGone}
+	all := []workerState{stateStarting, stateStandby, stateRestoring, stateReady, stateBusy, stateRecycling, stateDying, stateGone}
 	warm := []workerState{stateStandby, stateRestoring, stateReady}
 	legal := map[workerState][]workerState{
 		stateStarting:  {stateStandby, stateReady, stateDying, stateGone},
 		stateStandby:   {stateRestoring, stateBusy, stateDying, stateGone},
 		stateRestoring: {stateReady, stateBusy, stateDying, stateGone},
 		stateReady:     {stateBusy, stateDying, stateGone},
-		stateBusy:      append(slices.Clone(warm), stateDying),
+		stateBusy:      append(slices.Clone(warm), stateRecycling, stateDying),
+		stateRecycling: {stateStandby, stateReady, stateDying},
 		stateDying:     {stateGone},
 	}
 	for _, from := range all {
@@ -268,6 +269,58 @@ func TestWorkerStateEdges(t *testing.T) {
 			t.Errorf("%s is warm: %v, want %v", from, got, want)
 		}
 	}
+}
+
+// recycleIn is a pool's recycle that takes d, and then fails with err.
+func recycleIn(d time.Duration, err error) func(context.Context, *fakeWorker) error {
+	return func(ctx context.Context, _ *fakeWorker) error {
+		select {
+		case <-time.After(d):
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// TestPoolRecyclesWorkers: with recycle, a worker whose call is over comes
+// back warm, the same worker, and one that fails its recycle is replaced;
+// a worker that did not answer is never recycled.
+func TestPoolRecyclesWorkers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var fail atomic.Bool
+		p, _ := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 1}, func(p *testPool, _ *fakeFleet) {
+			p.recycle = func(ctx context.Context, w *fakeWorker) error {
+				time.Sleep(50 * time.Millisecond)
+				if fail.Load() {
+					return errLeftover
+				}
+				return nil
+			}
+		})
+		w := acquire(t, p)
+		p.retire(w)
+		synctest.Wait()
+		if got := states(p); !sameCounts(got, map[workerState]int{stateRecycling: 1}) {
+			t.Errorf("after its call: %v, want one recycling", got)
+		}
+		if w2 := acquire(t, p); w2 != w {
+			t.Error("the next call got a new worker, not the recycled one")
+		} else {
+			fail.Store(true)
+			p.retire(w2)
+		}
+		if w3 := acquire(t, p); w3 == w {
+			t.Error("a worker that failed its recycle served again")
+		} else {
+			fail.Store(false)
+			p.discard(w3, errors.New("no answer"))
+			synctest.Wait()
+			if got := states(p); got[stateRecycling] != 0 {
+				t.Errorf("a worker that did not answer is recycled: %v", got)
+			}
+		}
+	})
 }
 
 // TestPoolRefusesAnIllegalMove: a move along no edge is a bug, a panic in
@@ -435,6 +488,22 @@ func TestPoolDrivesEveryEdge(t *testing.T) {
 		{stateBusy, stateRestoring, restoring, "offer", locked(func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) { p.offer(m) })},
 		{stateBusy, stateReady, restored, "offer", locked(func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) { p.offer(m) })},
 		{stateBusy, stateDying, restored, "retire", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) { p.retire(m.w) }},
+		{stateBusy, stateRecycling, restored, "retire, recycled", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
+			p.recycle = recycleIn(time.Hour, nil)
+			p.retire(m.w)
+		}},
+		{stateRecycling, stateStandby, onStandby, "recycleOne", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
+			p.recycle = recycleIn(0, nil)
+			p.recycleOne(m)
+		}},
+		{stateRecycling, stateReady, restored, "recycleOne", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
+			p.recycle = recycleIn(0, nil)
+			p.recycleOne(m)
+		}},
+		{stateRecycling, stateDying, restored, "recycleOne, failed", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
+			p.recycle = recycleIn(0, errLeftover)
+			p.recycleOne(m)
+		}},
 	}
 	driven := map[[2]workerState]bool{{stateDying, stateGone}: true} // by reap, after each move to dying
 	for _, tt := range tests {
@@ -956,6 +1025,41 @@ func TestPoolRetiresAnIdleKindForAWaitingCall(t *testing.T) {
 		defer p.retire(w)
 		if w.kind != "" {
 			t.Errorf("a plain call got a worker of kind %q", w.kind)
+		}
+	})
+}
+
+// TestPoolRecyclingMakesRoomForAHotKind: a full pool of recycled plain
+// workers gives a slot to a hot kind that has no worker, as it did when
+// each worker served one call; then it recycles again.
+func TestPoolRecyclingMakesRoomForAHotKind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, _ := newTestPool(t, poolConfig{Workers: 2, Warm: 2, Queue: 10}, func(p *testPool, _ *fakeFleet) {
+			p.recycle = recycleIn(0, nil)
+		})
+		advance(fakeStart)
+		p.mu.Lock()
+		p.hot = func() []string { return []string{"k1"} }
+		p.mu.Unlock()
+		first := acquire(t, p)
+		p.retire(first) // not recycled: a k1 worker starts in its slot
+		waitFor(t, p, "rewarmed", func(h Health) bool { return h.Warm == 2 && h.Starting == 0 })
+		p.mu.Lock()
+		kinds := map[string]int{}
+		for _, m := range p.members {
+			kinds[m.kind]++
+		}
+		p.mu.Unlock()
+		if kinds["k1"] != 1 || kinds[""] != 1 {
+			t.Fatalf("kinds of the warm workers: %v, want one of k1 and one plain", kinds)
+		}
+		w := acquire(t, p)
+		p.retire(w) // the kind has its worker: recycled
+		synctest.Wait()
+		if again := acquire(t, p); again != w {
+			t.Error("a plain worker was not recycled once the hot kind had its worker")
+		} else {
+			p.retire(again)
 		}
 	})
 }

@@ -22,7 +22,10 @@ import (
 //	warm       dying                     evictIdle, retireStale, trimRestored, close
 //	warm       gone                      watchIdle, acquire, dispatch: died while warm
 //	busy       standby, restoring, ready acquire: handed over as its call gave up (offer)
+//	busy       recycling                 retire: its call ended, its process serves the next
 //	busy       dying                     retire, discard: its call ended; offer after close
+//	recycling  standby, ready            recycleOne: its new runner started
+//	recycling  dying                     recycleOne: the recycle failed; offer after close
 //	dying      gone                      reap: killed
 //
 // where warm is any of standby, restoring and ready.
@@ -34,6 +37,7 @@ const (
 	stateRestoring                    // warm, its interpreter being made
 	stateReady                        // warm, its interpreter made
 	stateBusy                         // a call's, until it retires the worker
+	stateRecycling                    // its call over, its process starts a runner for the next (see recycle.go)
 	stateDying                        // being killed: it still counts against Workers
 	stateGone                         // out of the pool: its member is dropped
 )
@@ -51,6 +55,8 @@ func (s workerState) String() string {
 		return "ready"
 	case stateBusy:
 		return "busy"
+	case stateRecycling:
+		return "recycling"
 	case stateDying:
 		return "dying"
 	case stateGone:
@@ -58,6 +64,10 @@ func (s workerState) String() string {
 	}
 	return fmt.Sprintf("workerState(%d)", int(s))
 }
+
+// coming reports whether a worker in s will be warm unless it fails: started
+// or recycled.
+func (s workerState) coming() bool { return s == stateStarting || s == stateRecycling }
 
 // warm reports whether a worker in s is idle in the pool, for a call to take.
 func (s workerState) warm() bool {
@@ -77,7 +87,9 @@ func (s workerState) may(next workerState) bool {
 	case stateReady:
 		return next == stateBusy || next == stateDying || next == stateGone
 	case stateBusy:
-		return next.warm() || next == stateDying
+		return next.warm() || next == stateRecycling || next == stateDying
+	case stateRecycling:
+		return next == stateStandby || next == stateReady || next == stateDying
 	case stateDying:
 		return next == stateGone
 	}

@@ -65,6 +65,19 @@ type worker struct {
 	// netGen is the generation of this host's addresses its --deny-net
 	// was made with (see addrWatch); 0 for a worker without such a list.
 	netGen uint64
+	// rt is the runtime it was started from, and lazy whether each of its
+	// runners starts on standby: a recycled worker's next runner starts as
+	// its first did.
+	rt   *runtimeFiles
+	lazy bool
+	// others and memory are what a worker that is recycled must come back
+	// to between its runners, and calls how many it served (see recycle.go).
+	others int
+	memory int64
+	calls  int
+	// spent is set when its call was stopped from outside (time limit,
+	// memory limit, cancellation, shutdown) or failed: it is not recycled.
+	spent bool
 
 	exited   chan struct{} // closed when the process has been reaped
 	exitErr  error         // set before exited is closed
@@ -248,12 +261,11 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 		w.kill()
 		return nil, fmt.Errorf("worker did not connect: %w (%s)", context.Cause(ctx), w.stderrTail())
 	}
-	if lazy {
-		if err := w.conn.Standby(ctx); err != nil {
-			w.kill()
-			return nil, fmt.Errorf("worker did not get ready: %w (%s)", err, w.stderrTail())
+	w.rt, w.lazy = rt, lazy
+	if r == roleCall || r == roleSession {
+		if err := s.awaitRunner(ctx, w); err != nil {
+			return nil, err
 		}
-		w.standby = &standby{rt: rt, done: make(chan struct{})}
 		return w, nil
 	}
 	ready, err := w.conn.Ready(ctx)
@@ -269,18 +281,32 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 		w.conn.SetReadLimit(maxSnapshotSize)
 		return w, nil
 	}
-	if r == roleCompile {
-		// Its one big frame is a wheel's bytecode, which bytecodeLimit
-		// bounds; it needs none of a serving worker's packages.
-		w.python = ready.Python
-		w.conn.SetReadLimit(maxBytecode + 1<<20)
-		_ = proc.Background(w.proc.Pid()) // the threads made since its start too
-		return w, nil
-	}
-	if err := s.serving(ctx, w, ready, rt); err != nil {
-		return nil, err
-	}
+	// A compile worker's one big frame is a wheel's bytecode, which
+	// bytecodeLimit bounds; it needs none of a serving worker's packages.
+	w.python = ready.Python
+	w.conn.SetReadLimit(maxBytecode + 1<<20)
+	_ = proc.Background(w.proc.Pid()) // the threads made since its start too
 	return w, nil
+}
+
+// awaitRunner waits for w's runner, new in its process or recycled (see
+// recycle.go), to be on standby, or ready and then fit for calls (see
+// serving). On error w is killed.
+func (s *Supervisor) awaitRunner(ctx context.Context, w *worker) error {
+	if w.lazy {
+		if err := w.conn.Standby(ctx); err != nil {
+			w.kill()
+			return fmt.Errorf("worker did not get ready: %w (%s)", err, w.stderrTail())
+		}
+		w.standby = &standby{rt: w.rt, done: make(chan struct{})}
+		return nil
+	}
+	ready, err := w.conn.Ready(ctx)
+	if err != nil {
+		w.kill()
+		return fmt.Errorf("worker did not get ready: %w (%s)", err, w.stderrTail())
+	}
+	return s.serving(ctx, w, ready, w.rt)
 }
 
 // serving makes a worker whose interpreter is ready fit for calls: the
@@ -312,7 +338,11 @@ func (s *Supervisor) serving(ctx context.Context, w *worker, ready bridge.ReadyF
 // within milliseconds and run as fast (a 2M-iteration loop: 214 → 222 ms),
 // and an idle worker costs nothing. (--liftoff-only, which never
 // optimises, made such loops 2.4× slower.)
-const v8Flags = "--v8-flags=--wasm-tiering-budget=100000000"
+//
+// Code generation from strings (eval, new Function, and so Pyodide's run_js)
+// is off: user code gets no way to make JavaScript out of its strings, and
+// Pyodide needs none of it. It costs nothing measurable.
+const v8Flags = "--v8-flags=--wasm-tiering-budget=100000000,--disallow-code-generation-from-strings"
 
 // maxSnapshotSize bounds a memory snapshot: a wasm32 memory's 4 GiB, and
 // Pyodide's header.

@@ -89,6 +89,7 @@ func TestARuntimeRemovedAsAWorkerStartsIsRebuilt(t *testing.T) {
 	cache := t.TempDir()
 	var armed atomic.Bool
 	s := New(Config{Deno: testDeno(t), CacheDir: cache, Workers: 1, Timeout: 30 * time.Second}, zaptest.NewLogger(t))
+	oneCallPerProcess(s) // the second call's worker is a new process
 	launch := s.launch
 	s.launch = func(cmd *exec.Cmd) (process, error) {
 		if armed.CompareAndSwap(true, false) {
@@ -166,6 +167,7 @@ func TestADamagedCodeCacheTemplateIsRemade(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := start(t, Config{Workers: 1, CacheDir: cache})
+	oneCallPerProcess(first) // a new process finds the template damaged
 	template := first.runtime.files().codeCache
 	stored := filepath.Join(template, locationData, "web_cache", "0123", "body")
 	awaitHealth(t, first, "warmed up", func(h Health) bool { return h.Warm == 1 && h.Starting == 0 })

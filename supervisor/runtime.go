@@ -151,10 +151,9 @@ func (s *Supervisor) prepare(ctx context.Context, progress func(string)) (*runti
 	sum := sha256.Sum256([]byte(js.Version() + "\x00" + pyodideVersion + "\x00" + denoVersion))
 	key := hex.EncodeToString(sum[:8])
 	snap, codeCache := l.snapshot(key), l.codeCache(key)
-	_, snapErr := os.Stat(snap)
-	// A template that is not one (left by an older version, or changed on
-	// disk) is remade with its snapshot rather than fail every worker.
-	if snapErr != nil || checkTemplate(codeCache) != nil {
+	// A snapshot or a template that is not one (left by an older version,
+	// or changed on disk) is remade rather than fail every worker.
+	if checkSnapshot(snap) != nil || checkTemplate(codeCache) != nil {
 		progress("making the Pyodide memory snapshot")
 		if err := s.makeSnapshot(ctx, rt, snap, codeCache); err != nil {
 			// Workers still start without one, only slower.
@@ -313,6 +312,9 @@ func (s *Supervisor) makeSnapshot(ctx context.Context, rt *runtimeFiles, path, c
 		if err := sealTemplate(denoDir); err != nil {
 			return fmt.Errorf("make snapshot: what the worker left in its DENO_DIR is refused: %w", err)
 		}
+	}
+	if data, err = packSnapshot(data); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err

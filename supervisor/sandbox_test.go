@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -55,16 +56,27 @@ func TestCallsLeaveDenoDirAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Modules loaded during a call would be analysed and code-cached by deno.
+	// Python has no import() and workers refuse code from strings, so a
+	// module Worker made from a data: URL imports it and posts its version.
 	// On Windows the URL's path is /C:/...
 	url := filepath.ToSlash(module)
 	if !strings.HasPrefix(url, "/") {
 		url = "/" + url
 	}
 	code := fmt.Sprintf(`import js
-m = await js.eval("import('file://%s?call')")
-m.version`, url)
+from asyncio import Future
+from pyodide.ffi import create_proxy, to_js
+version = Future()
+source = "import('file://%s?call').then((m) => postMessage(m.version), (e) => postMessage('failed: ' + e))"
+worker = js.Worker.new('data:text/javascript,' + js.encodeURIComponent(source), to_js({'type': 'module'}, dict_converter=js.Object.fromEntries))
+worker.onmessage = create_proxy(lambda e: version.set_result(e.data))
+try:
+    v = await version
+finally:
+    worker.terminate()
+v`, url)
 	res, _ := run(t, s, code)
-	if res.Status != StatusSuccess {
+	if res.Status != StatusSuccess || !regexp.MustCompile(`^"\d+\.\d+\.\d+"$`).Match(res.ReturnValue) {
 		t.Fatalf("the call importing pyodide.mjs: %+v", res)
 	}
 	// The Cache API stores what it is given under DENO_DIR, whatever

@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-run-python/mcp-run-python/js"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/mount"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/proc"
 )
 
 // Config is what the supervisor needs to know; the front end fills it from flags.
@@ -178,9 +179,11 @@ type Health struct {
 	Err string
 }
 
-// Supervisor runs Python code in a pool of sandboxed workers. Each worker
-// serves one call and is retired, so no state survives from call to call;
-// the pool keeps replacements warm so calls do not wait for Pyodide to boot.
+// Supervisor runs Python code in a pool of sandboxed workers. Each call
+// gets a fresh interpreter, so no state survives from call to call: a new
+// runner in a worker process that served calls before it, where the
+// process can be checked for leftovers (recycle.go), else a new process;
+// the pool keeps interpreters warm so calls do not wait for Pyodide to boot.
 //
 // The Supervisor keeps the lifecycle (New, Start, Warmup, Close, and the
 // tracker of what runs); a call goes through the steps of pipeline.go, in
@@ -204,6 +207,9 @@ type Supervisor struct {
 	pool    *pool
 	learn   *learner
 	memOnce sync.Once // the first worker's memory has been read
+	// recycling is whether a worker process serves several calls, each in
+	// a runner of its own (see recycle.go).
+	recycling bool
 
 	sessionsMu sync.Mutex
 	sessions   map[*Session]struct{} // live sessions
@@ -239,6 +245,7 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 	s.learn = newLearner()
 	s.metrics = newMetrics(s, cfg.Metrics, log)
 	s.launch = platformLauncher(cfg.MemoryLimit)
+	s.recycling = proc.HasThreads
 	s.pool = &pool{
 		cfg: poolConfig{Workers: cfg.Workers, Warm: cfg.Warm, Queue: cfg.Queue, QueueTimeout: cfg.QueueTimeout,
 			PerPrincipal: max(cfg.MaxCallsPerPrincipal, 0)},
@@ -250,6 +257,9 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 		log:      log,
 		restarts: s.metrics.restarts,
 		wait:     s.metrics.poolWait,
+	}
+	if s.recycling {
+		s.pool.recycle = s.recycle
 	}
 	if cfg.Networking && len(cfg.AllowNet) == 0 {
 		s.addrs = newAddrWatch(net.InterfaceAddrs, log, s.pool.retireStale)

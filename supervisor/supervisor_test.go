@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -64,6 +65,15 @@ func testCache(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return filepath.Join(d, "mcp-run-python")
+}
+
+// oneCallPerProcess makes each of s's worker processes serve one call, as
+// where threads cannot be counted (see recycle.go): for tests of what a
+// worker process's start does. Before s's first call.
+func oneCallPerProcess(s *Supervisor) {
+	s.pool.mu.Lock()
+	defer s.pool.mu.Unlock()
+	s.recycling, s.pool.recycle = false, nil
 }
 
 func start(t *testing.T, cfg Config, opts ...zaptest.LoggerOption) *Supervisor {
@@ -278,7 +288,19 @@ func TestDamagedSnapshotFallsBackToAPlainLoad(t *testing.T) {
 	if err := first.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(snaps[0], []byte("not a snapshot"), 0o644); err != nil {
+	// Damaged inside, in Pyodide's magic, so that it still looks whole to
+	// the supervisor (checkSnapshot) and only a worker's restore fails.
+	whole, err := os.ReadFile(snaps[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := readSnapshotLayout(bytes.NewReader(whole), int64(len(whole)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	magic := whole[l.dataAt()]
+	whole[l.dataAt()] ^= 0xff
+	if err := os.WriteFile(snaps[0], whole, 0o644); err != nil {
 		t.Fatal(err)
 	}
 
@@ -290,8 +312,10 @@ func TestDamagedSnapshotFallsBackToAPlainLoad(t *testing.T) {
 	// The supervisor remakes the snapshot, and workers restore from it again.
 	deadline := time.Now().Add(time.Minute)
 	for {
-		if b, err := os.ReadFile(snaps[0]); err == nil && len(b) > 1<<20 {
-			break
+		if b, err := os.ReadFile(snaps[0]); err == nil {
+			if l, err := readSnapshotLayout(bytes.NewReader(b), int64(len(b))); err == nil && b[l.dataAt()] == magic {
+				break
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the damaged snapshot was not remade")

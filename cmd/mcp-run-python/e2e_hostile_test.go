@@ -7,6 +7,13 @@ package main_test
 // once its probes are done each server must still serve a call. A probe that
 // took a server down fails the probes after it too: they share the server.
 //
+// Workers refuse to make code from strings (V8's
+// --disallow-code-generation-from-strings: js.eval, js.Function and run_js
+// raise EvalError), so the probes build JavaScript objects with to_js
+// (jsObject), reach node's modules through process.getBuiltinModule, and run
+// JavaScript of their own in a module Worker made from a data: URL
+// (inWorker), which has the runner's permissions.
+//
 // The probes run over stdio against three servers: one with the default
 // network (as upstream, user code may use it), one with --disable-networking
 // and one with --allow-net for a single local port. "The network" is local
@@ -410,15 +417,15 @@ func hostileCases() []hostileCase {
 		{name: "deno_exec_path", code: "import js\njs.Deno.execPath()"},
 		{name: "deno_write_tmp", code: "import js\njs.Deno.writeTextFileSync('/tmp/mcp-run-python-hostile.txt', 'x')"},
 		{name: "deno_write_pyodide", code: "import js\njs.Deno.writeTextFileSync('$PYODIDE/poison.mjs', 'poisoned')"},
-		{name: "deno_open_pyodide_for_write", code: "import js\njs.eval(\"(p) => Deno.openSync(p, {write: true})\")('$PYODIDE/pyodide.asm.js')"},
+		{name: "deno_open_pyodide_for_write", code: jsObject + "js.Deno.openSync('$PYODIDE/pyodide.asm.js', obj({'write': True}))"},
 		{name: "deno_remove", code: "import js\njs.Deno.removeSync('$PYODIDE/poison.mjs')"},
 		{name: "deno_symlink", code: "import js\njs.Deno.symlinkSync('/etc/passwd', '$PYODIDE/poison-link')"},
 		{name: "deno_caches", code: "import js\nawait js.caches.open('mcp-run-python-hostile')"},
 		{name: "deno_local_storage", code: "import js\njs.localStorage.setItem('k', 'v')"},
 
 		// The same through node's API and file URLs.
-		{name: "node_fs_read", code: "import js\nfs = await js.eval(\"import('node:fs')\")\nfs.readFileSync('/etc/passwd', 'utf8')"},
-		{name: "node_fs_write", code: "import js\nfs = await js.eval(\"import('node:fs')\")\nfs.writeFileSync('$PYODIDE/poison.mjs', 'poisoned')"},
+		{name: "node_fs_read", code: "import js\nfs = js.process.getBuiltinModule('node:fs')\nfs.readFileSync('/etc/passwd', 'utf8')"},
+		{name: "node_fs_write", code: "import js\nfs = js.process.getBuiltinModule('node:fs')\nfs.writeFileSync('$PYODIDE/poison.mjs', 'poisoned')"},
 		{name: "fetch_file_passwd", code: "import js\nawait js.fetch('file:///etc/passwd')"},
 		{name: "fetch_file_worker_program", code: "import js\nawait js.fetch('file://$PROGRAM/worker.ts')"},
 		// Python's own files are Pyodide's in-memory file system, not the host's.
@@ -428,42 +435,52 @@ func hostileCases() []hostileCase {
 		// Environment variables.
 		{name: "deno_env_get", code: "import js\njs.Deno.env.get('HOME')"},
 		{name: "deno_env_to_object", code: "import js\njs.Deno.env.toObject()"},
-		{name: "node_process_env", code: "import js\np = await js.eval(\"import('node:process')\")\np.default.env.HOME"},
+		{name: "node_process_env", code: "import js\np = js.process.getBuiltinModule('node:process')\np.env.HOME"},
 		{name: "python_environ", code: "import os\nsorted(os.environ)"},
 
 		// Processes, FFI and the system.
-		{name: "deno_command", code: "import js\njs.Deno.Command.new('/bin/sh', js.eval(\"({args: ['-c', 'id']})\")).outputSync()"},
-		{name: "deno_run", code: "import js\njs.Deno.run(js.eval(\"({cmd: ['/bin/sh', '-c', 'id']})\"))"},
-		{name: "node_child_process", code: "import js\ncp = await js.eval(\"import('node:child_process')\")\njs.eval(\"(cp) => cp.spawnSync('/bin/sh', ['-c', 'id'], {env: {}})\")(cp)"},
+		{name: "deno_command", code: jsObject + "js.Deno.Command.new('/bin/sh', obj({'args': ['-c', 'id']})).outputSync()"},
+		{name: "deno_run", code: jsObject + "js.Deno.run(obj({'cmd': ['/bin/sh', '-c', 'id']}))"},
+		{name: "node_child_process", code: jsObject + "cp = js.process.getBuiltinModule('node:child_process')\ncp.spawnSync('/bin/sh', to_js(['-c', 'id']), obj({'env': {}}))"},
 		{name: "deno_kill", code: "import js\njs.Deno.kill(1, 'SIGCONT')"},
 		{name: "python_subprocess", code: "import subprocess\nsubprocess.run(['id'])"},
-		{name: "deno_dlopen", code: "import js\njs.eval(\"Deno.dlopen('libc.so.6', {getpid: {parameters: [], result: 'i32'}})\")"},
+		{name: "deno_dlopen", code: jsObject + "js.Deno.dlopen('libc.so.6', obj({'getpid': {'parameters': [], 'result': 'i32'}}))"},
 		{name: "deno_hostname", code: "import js\njs.Deno.hostname()"},
-		{name: "deno_permission_request", code: "import js\nstatus = await js.Deno.permissions.request(js.eval(\"({name: 'write'})\"))\nstatus.state"},
-		{name: "worker_escalates_permissions", code: "import js\njs.eval(\"new Worker('data:text/javascript,', {type: 'module', deno: {permissions: {write: true}}})\")"},
+		{name: "deno_permission_request", code: jsObject + "status = await js.Deno.permissions.request(obj({'name': 'write'}))\nstatus.state"},
+		{name: "worker_escalates_permissions", code: jsObject + "js.Worker.new('data:text/javascript,', obj({'type': 'module', 'deno': {'permissions': {'write': True}}}))"},
 
-		// Code from elsewhere.
-		{name: "import_remote", code: "import js\nawait js.eval(\"import('http://$LOCAL/mod.js')\")", check: moduleNeverFetched},
-		{name: "import_npm", code: "import js\nawait js.eval(\"import('npm:left-pad')\")"},
-		{name: "import_local_module", code: "import js\nawait js.eval(\"import('file://$EVIL')\")"},
-		{name: "import_worker_program", code: "import js\nawait js.eval(\"import('file://$PROGRAM/worker.ts')\")"},
+		// Code from elsewhere. Python has no import() of its own: the
+		// imports run in a Worker with the runner's permissions.
+		{name: "import_remote", code: workerImport("http://$LOCAL/mod.js"), check: moduleNeverFetched},
+		{name: "import_npm", code: workerImport("npm:left-pad")},
+		{name: "import_local_module", code: workerImport("file://$EVIL")},
+		{name: "import_worker_program", code: workerImport("file://$PROGRAM/worker.ts")},
 		{name: "worker_from_remote", check: moduleNeverFetched, code: `import js
 from asyncio import Future
-from pyodide.ffi import create_proxy
+from pyodide.ffi import create_proxy, to_js
 failed = Future()
 def on_error(e):
     e.preventDefault()
     failed.set_result(e.message)
-worker = js.eval("new Worker('http://$LOCAL/mod.js', {type: 'module'})")
+worker = js.Worker.new('http://$LOCAL/mod.js', to_js({'type': 'module'}, dict_converter=js.Object.fromEntries))
 worker.onerror = create_proxy(on_error)
 await failed`},
+
+		// Code from strings: V8 refuses it in every worker. Deno's internal
+		// core.evalContext compiles through V8's embedder API, which the
+		// flag does not cover: it is not refused (yet), and what such code
+		// may do stays within the permissions the other probes meet.
+		{name: "js_eval_refused", code: "import js\njs.eval('1 + 1')"},
+		{name: "js_function_refused", code: "import js\njs.Function('return 1')"},
+		{name: "run_js_refused", code: "from pyodide.code import run_js\nrun_js('1 + 1')"},
+		{name: "deno_core_eval_context", code: "import js\ncore = js.Reflect.get(js.Deno, js.Deno.internal).core\ncore.evalContext('6 * 7', 'file:///probe.js')[0]"},
 
 		// The network: by default user code reaches the internet, as
 		// upstream, but not this machine (loopback and its own addresses),
 		// nor link-local addresses where clouds serve their metadata. A
 		// port scan finds nothing; the bridge is a Unix socket that only
 		// the worker's own thread may open.
-		{name: "net_default_internet_granted", code: "import js\njs.Deno.permissions.querySync(js.eval(\"({name: 'net', host: 'example.com:443'})\")).state"},
+		{name: "net_default_internet_granted", code: jsObject + "js.Deno.permissions.querySync(obj({'name': 'net', 'host': 'example.com:443'})).state"},
 		{name: "net_default_local_service", code: "import js\nr = await js.fetch('http://$LOCAL/')\nawait r.text()"},
 		{name: "net_default_localhost", code: "import js\nawait js.fetch('http://localhost:$LOCAL_PORT/')"},
 		{name: "net_default_ipv6_loopback", code: "import js\nawait js.fetch('http://[::1]:$LOCAL_PORT/')"},
@@ -473,26 +490,25 @@ await failed`},
 		{name: "net_default_cloud_metadata", code: "import js\nawait js.fetch('http://169.254.169.254/latest/meta-data/')"},
 		// Nor private networks, as browsers keep web pages from them (this
 		// machine is on none: the probe shows the refusal, not a host).
-		{name: "net_default_private_networks", code: `import js
-hosts = ['10.0.0.1:80', '172.16.0.1:80', '172.31.255.254:443', '192.168.1.1:80', '100.64.0.1:80', '[::ffff:192.168.1.1]:80', '8.8.8.8:53']
+		{name: "net_default_private_networks", code: jsObject + `hosts = ['10.0.0.1:80', '172.16.0.1:80', '172.31.255.254:443', '192.168.1.1:80', '100.64.0.1:80', '[::ffff:192.168.1.1]:80', '8.8.8.8:53']
 for h in hosts:
-    print(h, js.Deno.permissions.querySync(js.eval(f"({{name: 'net', host: '{h}'}})")).state)
+    print(h, js.Deno.permissions.querySync(obj({'name': 'net', 'host': h})).state)
 await js.fetch('http://192.168.1.1/')`},
 		{name: "net_default_port_scan", code: portScan},
 		// Python's own HTTP clients fetch too (runner.py's _fetch), under the
 		// same policy; a refusal names the flags.
 		{name: "net_default_urlopen_local_service", code: "import urllib.request\nurllib.request.urlopen('http://$LOCAL/')"},
-		{name: "unix_socket", code: "import js\nawait js.Deno.connect(js.eval(\"({transport: 'unix', path: '$SOCKET'})\"))"},
-		{name: "vsock", code: "import js\nawait js.Deno.connect(js.eval(\"({transport: 'vsock', cid: 1, port: 1234})\"))"},
-		{name: "bridge_connect", code: "import js\nawait js.Deno.connect(js.eval(\"({transport: 'unix', path: '$BRIDGE'})\"))"},
+		{name: "unix_socket", code: jsObject + "await js.Deno.connect(obj({'transport': 'unix', 'path': '$SOCKET'}))"},
+		{name: "vsock", code: jsObject + "await js.Deno.connect(obj({'transport': 'vsock', 'cid': 1, 'port': 1234}))"},
+		{name: "bridge_connect", code: jsObject + "await js.Deno.connect(obj({'transport': 'unix', 'path': '$BRIDGE'}))"},
 		{name: "bridge_websocket", code: bridgeWebSocket},
 
 		// --disable-networking: nothing to reach, not even the bridge.
 		{name: "off_fetch_local_service", server: serverOffline, code: "import js\nawait js.fetch('http://$LOCAL/')"},
-		{name: "off_connect_bridge", server: serverOffline, code: "import js\nawait js.Deno.connect(js.eval(\"({transport: 'unix', path: '$BRIDGE'})\"))"},
+		{name: "off_connect_bridge", server: serverOffline, code: jsObject + "await js.Deno.connect(obj({'transport': 'unix', 'path': '$BRIDGE'}))"},
 		{name: "off_websocket_bridge", server: serverOffline, code: bridgeWebSocket},
-		{name: "off_listen", server: serverOffline, code: "import js\njs.Deno.listen(js.eval(\"({hostname: '127.0.0.1', port: 0})\"))"},
-		{name: "off_resolve_dns", server: serverOffline, code: "import js\nawait js.Deno.resolveDns('localhost', 'A', js.eval(\"({nameServer: {ipAddr: '127.0.0.1', port: 53}})\"))"},
+		{name: "off_listen", server: serverOffline, code: jsObject + "js.Deno.listen(obj({'hostname': '127.0.0.1', 'port': 0}))"},
+		{name: "off_resolve_dns", server: serverOffline, code: jsObject + "await js.Deno.resolveDns('localhost', 'A', obj({'nameServer': {'ipAddr': '127.0.0.1', 'port': 53}}))"},
 		{name: "off_pyfetch", server: serverOffline, code: "from pyodide.http import pyfetch\nawait pyfetch('http://$OTHER/')"},
 		{name: "off_http_client", server: serverOffline, code: "import http.client\nc = http.client.HTTPConnection('$LOCAL')\nc.request('GET', '/')"},
 
@@ -507,7 +523,7 @@ await js.fetch('http://192.168.1.1/')`},
 		{name: "allow_run_sync_fetch", server: serverAllowNet, code: "import js\nfrom pyodide.ffi import can_run_sync, run_sync\nr = run_sync(js.fetch('http://$LOCAL/'))\ncan_run_sync(), r.status, run_sync(r.text())"},
 		{name: "allow_urlopen_other_port", server: serverAllowNet, code: "import urllib.request\nurllib.request.urlopen('http://$OTHER/')"},
 		{name: "allow_urlopen_redirect_to_other_port", server: serverAllowNet, code: "import urllib.request\nurllib.request.urlopen('http://$LOCAL/redirect?to=http://$OTHER/')"},
-		{name: "allow_connect_bridge", server: serverAllowNet, code: "import js\nawait js.Deno.connect(js.eval(\"({transport: 'unix', path: '$BRIDGE'})\"))"},
+		{name: "allow_connect_bridge", server: serverAllowNet, code: jsObject + "await js.Deno.connect(obj({'transport': 'unix', 'path': '$BRIDGE'}))"},
 		{name: "allow_websocket_bridge", server: serverAllowNet, code: bridgeWebSocket},
 
 		// Frames forged from Python: the runner's postMessage reaches the
@@ -528,23 +544,27 @@ await js.fetch('http://192.168.1.1/')`},
 		// whose name says PNG and whose bytes are HTML is not served as HTML.
 		{name: "figure_svg_script", content: true, code: "class Pic:\n    def __repr__(self):\n        return 'Pic()'\n    def _repr_svg_(self):\n        return '<svg xmlns=\"http://www.w3.org/2000/svg\"><script>alert(1)</script></svg>'\nPic()"},
 		{name: "file_png_holding_html", content: true, code: "open('page.png', 'w').write('<html><script>alert(1)</script></html>')"},
-		{name: "forge_globals", server: serverImpatient, code: "import js\njs.eval(\"globalThis.postMessage = () => {}; self.onmessage = null; Deno.exit = () => {}\")\nprint('replaced')\n'still delivered'"},
+		{name: "forge_globals", server: serverImpatient, code: "import js\nfrom pyodide.ffi import create_proxy\njs.globalThis.postMessage = create_proxy(lambda *args: None)\njs.self.onmessage = None\njs.Deno.exit = create_proxy(lambda *args: None)\nprint('replaced')\n'still delivered'"},
 		{name: "runner_close", server: serverImpatient, code: "import js\njs.close()\n'closed'"},
 		{name: "deno_exit", server: serverImpatient, code: "import js\njs.Deno.exit(0)"},
 
 		// Many Web Workers.
-		{name: "many_workers", code: "import js\nfor i in range(16):\n    js.eval(\"new Worker('data:text/javascript,const a = new Uint8Array(128 << 20).fill(1); setInterval(() => a[0]++, 1000)', {type: 'module'})\")\nimport time\ntime.sleep(30)"},
+		{name: "many_workers", code: inWorker + "for i in range(16):\n    start_worker('const a = new Uint8Array(128 << 20).fill(1); setInterval(() => a[0]++, 1000)')\nimport time\ntime.sleep(30)"},
 
 		// Bombs, recursion, and code that will not stop.
 		{name: "memory_bomb_python", code: "a = []\nwhile True:\n    a.append(bytearray(10**7))"},
-		{name: "memory_bomb_js", code: "import js\njs.eval(\"const a = []; for (;;) a.push(new Uint8Array(64 << 20).fill(1))\")"},
+		{name: "memory_bomb_js", code: inWorker + "start_worker('const a = []; for (;;) a.push(new Uint8Array(64 << 20).fill(1))')\nimport time\ntime.sleep(30)"},
 		{name: "output_bomb", code: "for i in range(100000):\n    print('x' * 100)"},
 		{name: "output_bomb_one_line", code: "print('x' * 10_000_000)"},
 		{name: "recursion", code: "def f(n):\n    return f(n + 1)\n\nf(0)"},
 		{name: "recursion_unlimited", code: "import sys\nsys.setrecursionlimit(10**8)\ndef f(n):\n    return f(n + 1)\n\nf(0)"},
 		{name: "keyboard_interrupt_ignored", server: serverImpatient, code: "while True:\n    try:\n        while True:\n            pass\n    except KeyboardInterrupt:\n        pass"},
 		{name: "sigint_ignored", server: serverImpatient, code: "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"},
-		{name: "js_busy_loop", server: serverImpatient, code: "import js\njs.eval('for (;;) {}')"},
+		// JavaScript that never returns: in the runner's own thread, where
+		// Python's interrupt cannot reach (a regular expression that
+		// backtracks for ever), and in a Worker the call waits for.
+		{name: "js_busy_loop", server: serverImpatient, code: "import js\njs.RegExp.new('^(a+)+$').test('a' * 64 + '!')"},
+		{name: "js_busy_worker", server: serverImpatient, code: inWorker + "await in_worker('for (;;) {}')"},
 		// stdin is the worker's lifeline, held open by the server: the
 		// secret on its first line was read before any code ran, and a read
 		// of what follows waits for the server to go away.
@@ -597,18 +617,16 @@ func randomStateDiffers(t *testing.T, w hostileWorld) {
 // bridgeWebSocket is code that dials the bridge the way a worker's own
 // thread does: a WebSocket through an HTTP client whose proxy is the
 // bridge's Unix socket.
-const bridgeWebSocket = `import js
-client = js.Deno.createHttpClient(js.eval("({proxy: {transport: 'unix', path: '$BRIDGE'}})"))
-js.WebSocket.new('ws://192.0.2.1/', js.eval("(client) => ({client})")(client))`
+const bridgeWebSocket = jsObject + `client = js.Deno.createHttpClient(obj({'proxy': {'transport': 'unix', 'path': '$BRIDGE'}}))
+js.WebSocket.new('ws://192.0.2.1/', obj({'client': client}))`
 
 // portScan is code that tries the first 1024 ports of loopback, and
 // returns how each attempt failed, counted.
-const portScan = `import js
-from collections import Counter
+const portScan = jsObject + `from collections import Counter
 outcomes = Counter()
 for port in range(1, 1025):
     try:
-        c = await js.Deno.connect(js.eval(f"({{hostname: '127.0.0.1', port: {port}}})"))
+        c = await js.Deno.connect(obj({'hostname': '127.0.0.1', 'port': port}))
         c.close()
         outcomes['connected'] += 1
     except Exception as e:
@@ -618,25 +636,65 @@ dict(outcomes)`
 // forgeFiles is code that forges the files frame of its call: 400 000
 // entries, three with bytes, the rest deleted files.
 const forgeFiles = `import js
-js.eval("""
-const changes = [];
-for (let i = 0; i < 400000; i++) changes.push(i < 3 ? {path: '/home/pyodide/forged-' + i + '.txt', size: 1} : {path: '/home/pyodide/gone-' + i, deleted: true});
-postMessage(JSON.stringify({type: 'files', changes, figures: []}));
-for (let i = 0; i < 3; i++) postMessage(new Uint8Array([120]));
-""")
+from pyodide.ffi import to_js
+forged = [f'{{"path": "/home/pyodide/forged-{i}.txt", "size": 1}}' for i in range(3)]
+gone = [f'{{"path": "/home/pyodide/gone-{i}", "deleted": true}}' for i in range(3, 400000)]
+js.postMessage('{"type": "files", "changes": [' + ', '.join(forged + gone) + '], "figures": []}')
+for i in range(3):
+    js.postMessage(to_js(b'x'))
 'sent'`
 
 // forgeFigures is code that forges 20 000 figures, each a PNG's first
 // bytes: twice bridge.MaxEntries. (200 000 take longer than the time limit
 // to relay.)
-const forgeFigures = `import js
-js.eval("""
-const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52]);
-const figures = Array.from({length: 20000}, () => ({mime_type: 'image/png', size: png.length}));
-postMessage(JSON.stringify({type: 'files', changes: [], figures}));
-for (let i = 0; i < figures.length; i++) postMessage(png);
-""")
+const forgeFigures = `import js, json
+from pyodide.ffi import to_js
+png = to_js(bytes([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52]))
+figures = [{'mime_type': 'image/png', 'size': png.length}] * 20000
+js.postMessage(json.dumps({'type': 'files', 'changes': [], 'figures': figures}))
+post = js.postMessage
+for figure in figures:
+    post(png)
 'sent'`
+
+// jsObject is the start of code that passes JavaScript objects: obj makes
+// one of a dict, as js.eval("({...})") did before workers refused code
+// from strings.
+const jsObject = `import js
+from pyodide.ffi import to_js
+def obj(d):
+    return to_js(d, dict_converter=js.Object.fromEntries)
+`
+
+// inWorker is the start of code that runs JavaScript of its own without
+// code from strings: start_worker runs source in a module Worker made from
+// a data: URL, with the runner's permissions; in_worker also waits for the
+// first message it posts, or the error that ends it, and ends it.
+const inWorker = `import js
+from asyncio import Future
+from pyodide.ffi import create_proxy, to_js
+def start_worker(source):
+    url = 'data:text/javascript,' + js.encodeURIComponent(source)
+    return js.Worker.new(url, to_js({'type': 'module'}, dict_converter=js.Object.fromEntries))
+async def in_worker(source):
+    done = Future()
+    def on_error(e):
+        e.preventDefault()
+        done.set_result(e.message)
+    worker = start_worker(source)
+    worker.onmessage = create_proxy(lambda e: done.set_result(e.data))
+    worker.onerror = create_proxy(on_error)
+    try:
+        return await done
+    finally:
+        worker.terminate()
+`
+
+// workerImport is code that imports specifier with import() in a Worker
+// (see inWorker) and returns the error, or "imported".
+func workerImport(specifier string) string {
+	return inWorker + fmt.Sprintf(`await in_worker("import('%s').then(() => postMessage('imported'), (e) => postMessage(String(e)))")`, specifier)
+}
 
 // callURI is the random id of a call's files in a URI.
 var callURI = regexp.MustCompile(`call://[0-9a-f]{32}/`)

@@ -1001,7 +1001,8 @@ task = asyncio.ensure_future(grow())`
 
 // backgroundBurner leaves a Web Worker that uses a core after its call.
 const backgroundBurner = `import js
-burner = js.eval("new Worker('data:text/javascript,for(;;){}', {type: 'module'})")`
+from pyodide.ffi import to_js
+burner = js.Worker.new('data:text/javascript,for(;;){}', to_js({'type': 'module'}, dict_converter=js.Object.fromEntries))`
 
 // stateServer is a server of a group of tests: its flags, and the cases
 // that share it.

@@ -147,7 +147,9 @@ func e2eCases() []e2eCase {
 		{name: "return_js_proxy", code: "import js\njs.JSON.parse('{\"a\": 1, \"b\": [true, \"x\"]}')",
 			want: success("{\n  \"a\": 1,\n  \"b\": [\n    true,\n    \"x\"\n  ]\n}")},
 		{name: "return_js_object", code: "import js\njs.Object.new()", want: success("{}")},
-		{name: "return_js_null", code: "import js\njs.eval('[1, null, {a: null}]')", want: success("[\n  1,\n  null,\n  {\n    \"a\": null\n  }\n]")},
+		// Empty code runs, as upstream's runPythonAsync('') does: nothing.
+		{name: "empty_code", code: "", want: noValue},
+		{name: "return_js_null", code: "import js\njs.JSON.parse('[1, null, {\"a\": null}]')", want: success("[\n  1,\n  null,\n  {\n    \"a\": null\n  }\n]")},
 		{name: "return_object_repr", code: "class Thing:\n    def __repr__(self):\n        return 'Thing(1)'\n\nThing()",
 			want: success(`"Thing(1)"`)},
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -124,5 +125,23 @@ func TestRunStdioEndsWithoutStart(t *testing.T) {
 	}
 	if !c.isClosed() {
 		t.Error("the engine was not closed")
+	}
+}
+
+// TestPauseGC checks that the collector stays off until the first resume,
+// which restores the percentage it found; a second resume changes nothing.
+func TestPauseGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(50))
+	resume := pauseGC()
+	if got := debug.SetGCPercent(-1); got != -1 {
+		t.Errorf("paused, the collector is at %d%%", got)
+	}
+	resume()
+	if got := debug.SetGCPercent(80); got != 50 {
+		t.Errorf("resumed, the collector is at %d%%, want 50%%", got)
+	}
+	resume()
+	if got := debug.SetGCPercent(80); got != 80 {
+		t.Errorf("a second resume set the collector to %d%%", got)
 	}
 }

@@ -26,7 +26,7 @@ type state struct {
 }
 
 // openState opens the file store under the cache directory and the session
-// registry, and registers their metrics.
+// registry, and registers their metrics in metrics unless it is nil.
 func openState(cfg config.Config, eng engine, metrics prometheus.Registerer, log *zap.Logger) (*state, error) {
 	st := &state{stop: func() {}}
 	if cfg.Supervisor.Files {
@@ -108,8 +108,11 @@ func (st *state) close(log *zap.Logger) {
 	}
 }
 
-// register adds c to the metrics; a failure is only logged.
+// register adds c to the metrics, if any; a failure is only logged.
 func register(metrics prometheus.Registerer, log *zap.Logger, c prometheus.Collector) {
+	if metrics == nil {
+		return
+	}
 	if err := metrics.Register(c); err != nil {
 		log.Warn("metric not registered", zap.Error(err))
 	}

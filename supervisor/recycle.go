@@ -1,0 +1,180 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/proc"
+)
+
+// A worker process of the pool serves calls one after another, each in an
+// interpreter of its own: a new runner, a Web Worker that its process's
+// main thread starts for each call (js/worker.ts). The process and
+// Pyodide's compiled module outlive a call; nothing of the code does. A new
+// Worker is a new V8 isolate: globals, modules, timers, pending I/O and the
+// interpreter's memory are its own, and end with it.
+//
+// What terminate() does not end is a busy loop (JavaScript or wasm) and a
+// Worker the code made, which outlives its parent. Both are threads: Deno
+// runs each Worker on a thread of its own named "worker-N". So after each
+// call the supervisor counts the process's threads, and kills the process
+// unless, within censusWait, exactly one runner's thread is left (the new
+// runner's) and at most othersSlack more other threads than at its first
+// recycle. Where threads cannot be counted (proc.HasThreads), each process
+// serves one call.
+//
+// A process is also retired after maxCallsPerProcess calls, or once it
+// holds maxGrowth more memory than at its first recycle; and, as before,
+// killed on its call's time limit, memory limit, cancellation or any error.
+//
+// Its baseline is taken at its first recycle, once an interpreter has come
+// and gone, rather than at its start: V8 keeps in the compiled module the
+// code of the functions the first interpreter used (the process grows from
+// about 70 to about 110 MB, and later restores compile less), and Deno
+// starts helper threads of its own when it first needs them.
+
+// maxCallsPerProcess bounds the calls one worker process serves.
+const maxCallsPerProcess = 100
+
+// maxGrowth bounds how much more resident memory a worker process may hold,
+// its new runner started, than at its first recycle: what V8 and the
+// allocator keep of the interpreters that ran there.
+const maxGrowth = 64 << 20
+
+// censusWait bounds how long an ended runner's thread may take to go. It
+// took 30–72 ms on an idle machine; a loaded one can take much longer to
+// schedule the thread's end.
+const censusWait = 3 * time.Second
+
+// othersSlack is how many threads other than runners a worker process may
+// have past its baseline. Deno starts some of its own helpers lazily: one
+// blocked on a socket pair of the process's was seen to start a little
+// after the first call, or a little before. They run no JavaScript: every
+// JavaScript context, a Worker the code made included, is a runner thread,
+// counted apart. The bound catches a process that keeps making threads.
+const othersSlack = 2
+
+// censusEvery is how often the threads are counted while they are not yet
+// as they should be.
+const censusEvery = 5 * time.Millisecond
+
+// census is a count of a worker process's threads.
+type census struct {
+	runners int // Workers' threads: "worker-N"
+	// others are the rest, but for tokio's blocking pool, whose threads
+	// come and go with file reads. As what a census must find, the most
+	// of them; -1 for any number, until the baseline is taken.
+	others int
+}
+
+// countThreads makes the census of the thread names of a process.
+func countThreads(names []string) census {
+	var c census
+	for _, name := range names {
+		switch {
+		case strings.HasPrefix(name, "worker-"):
+			c.runners++
+		case strings.HasPrefix(name, "tokio-runtime-w"):
+		default:
+			c.others++
+		}
+	}
+	return c
+}
+
+// errLeftover marks a worker process killed because something of a call's
+// code was left running in it.
+var errLeftover = errors.New("a thread of the last call's code outlived it")
+
+// recycle ends the runner of w, whose call is over, and starts a new one in
+// the same process, for the next call: see the top of this file. On error
+// the worker is not fit for another call, and the pool kills it.
+func (s *Supervisor) recycle(ctx context.Context, w *worker) error {
+	w.calls++
+	switch {
+	case w.dead():
+		return errors.New("its process has ended")
+	case w.spent:
+		return errors.New("its call was stopped or failed")
+	case w.calls >= maxCallsPerProcess:
+		return fmt.Errorf("its process served %d calls", w.calls)
+	case w.rt != s.runtime.current().files && w.rt != s.learn.runtime(w.kind):
+		return errors.New("its runtime was replaced")
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
+	defer cancel()
+	began := time.Now()
+	if err := w.conn.Recycle(ctx, bridge.NewSecret()); err != nil {
+		return fmt.Errorf("recycle: %w", err)
+	}
+	// The old runner's thread ends as the new runner starts.
+	first := w.calls == 1
+	want := census{runners: 1, others: w.others + othersSlack}
+	if first {
+		want.others = -1
+	}
+	type counted struct {
+		census
+		took time.Duration
+		err  error
+	}
+	done := make(chan counted, 1)
+	s.wg.Go(func() {
+		got, err := awaitCensus(ctx, w.proc.Pid(), want, censusWait)
+		done <- counted{got, time.Since(began), err}
+	})
+	err := s.awaitRunner(ctx, w)
+	started := time.Since(began)
+	c := <-done
+	s.log.Debug("worker recycled", zap.Int("pid", w.proc.Pid()), zap.Duration("runner", started), zap.Duration("census", c.took))
+	if errors.Is(c.err, errLeftover) {
+		s.log.Warn("a worker process is killed for what a call left in it", zap.Int("pid", w.proc.Pid()), zap.Error(c.err))
+	}
+	if c.err != nil {
+		return c.err
+	}
+	if err != nil {
+		return err
+	}
+	rss, err := w.proc.Memory(ctx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("read the worker's memory: %w", err)
+	case first:
+		w.others, w.memory = c.others, rss
+	case rss > w.memory+maxGrowth:
+		return fmt.Errorf("its process grew from %d to %d bytes resident", w.memory, rss)
+	}
+	return nil
+}
+
+// awaitCensus waits until the threads of process pid are as want says,
+// for at most wait, and returns the last count.
+func awaitCensus(ctx context.Context, pid int, want census, wait time.Duration) (census, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	tick := time.NewTicker(censusEvery)
+	defer tick.Stop()
+	for {
+		names, err := proc.Threads(pid)
+		if err != nil {
+			return census{}, fmt.Errorf("count the worker's threads: %w", err)
+		}
+		got := countThreads(names)
+		if got.runners == want.runners && (want.others < 0 || got.others <= want.others) {
+			return got, nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return got, fmt.Errorf("%w: %d runner threads and %d others after %s, want %d and at most %d (threads: %q)",
+				errLeftover, got.runners, got.others, wait, want.runners, want.others, names)
+		}
+	}
+}
