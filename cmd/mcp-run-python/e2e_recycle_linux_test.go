@@ -24,23 +24,38 @@ func TestRecycle(t *testing.T) {
 	testIsolation(t, s, nil, c)
 	sameProcess("Python's state")
 
-	// The JavaScript side: globals, a timer still running, random state.
-	const taint = `import js, random
-from pyodide.ffi import create_proxy
+	// The JavaScript side: globals, a timer and an asyncio task still
+	// running, a Worker that idles, storage, random state.
+	const taint = `import asyncio, js, random
+from pyodide.ffi import create_proxy, to_js
 js.globalThis.leaked = 'call 1'
 js.globalThis.ticks = 0
 def tick():
     js.globalThis.ticks += 1
 js.setInterval(create_proxy(tick), 1)
+async def background():
+    while True:
+        js.globalThis.background = True
+        await asyncio.sleep(0.001)
+asyncio.ensure_future(background())
+js.Worker.new("data:text/javascript,setInterval(() => {}, 1000)", to_js({"type": "module"}, dict_converter=js.Object.fromEntries))
+try:
+    await (await js.caches.open('leak')).put('https://example.com/', js.Response.new('call 1'))
+except Exception as e:
+    print('no cache:', type(e).__name__)
 print(random.random(), js.Math.random())`
 	const check = `import js, random
-print(hasattr(js.globalThis, 'leaked'), hasattr(js.globalThis, 'ticks'))
+print(hasattr(js.globalThis, 'leaked'), hasattr(js.globalThis, 'ticks'), hasattr(js.globalThis, 'background'))
+try:
+    print('cache kept:', await js.caches.has('leak'))
+except Exception as e:
+    print('no cache:', type(e).__name__)
 print(random.random(), js.Math.random())`
 	one := c.run(t, taint)
 	two := c.run(t, check)
 	sameProcess("JavaScript's state")
-	if !strings.Contains(two, "<output>\nFalse False\n") {
-		t.Errorf("a global or a timer of the last call's JavaScript reached the next:\n%s", two)
+	if !strings.Contains(two, "<output>\nFalse False False\nno cache: JsException\n") {
+		t.Errorf("a global, a timer, a task or a cache of the last call reached the next:\n%s", two)
 	}
 	randoms := func(text string) string {
 		lines := strings.Split(text, "\n")
