@@ -256,7 +256,7 @@ func TestWorkerStateEdges(t *testing.T) {
 		stateRestoring: {stateReady, stateBusy, stateDying, stateGone},
 		stateReady:     {stateBusy, stateDying, stateGone},
 		stateBusy:      append(slices.Clone(warm), stateRecycling, stateDying),
-		stateRecycling: {stateStandby, stateReady, stateDying},
+		stateRecycling: append(slices.Clone(warm), stateDying),
 		stateDying:     {stateGone},
 	}
 	for _, from := range all {
@@ -493,6 +493,10 @@ func TestPoolDrivesEveryEdge(t *testing.T) {
 			p.retire(m.w)
 		}},
 		{stateRecycling, stateStandby, onStandby, "recycleOne", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
+			p.recycle = recycleIn(0, nil)
+			p.recycleOne(m)
+		}},
+		{stateRecycling, stateRestoring, restoring, "recycleOne", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
 			p.recycle = recycleIn(0, nil)
 			p.recycleOne(m)
 		}},

@@ -24,7 +24,7 @@ import (
 //	busy       standby, restoring, ready acquire: handed over as its call gave up (offer)
 //	busy       recycling                 retire: its call ended, its process serves the next
 //	busy       dying                     retire, discard: its call ended; offer after close
-//	recycling  standby, ready            recycleOne: its new runner started
+//	recycling  standby, restoring, ready recycleOne: its new runner started
 //	recycling  dying                     recycleOne: the recycle failed; offer after close
 //	dying      gone                      reap: killed
 //
@@ -89,7 +89,7 @@ func (s workerState) may(next workerState) bool {
 	case stateBusy:
 		return next.warm() || next == stateRecycling || next == stateDying
 	case stateRecycling:
-		return next == stateStandby || next == stateReady || next == stateDying
+		return next.warm() || next == stateDying
 	case stateDying:
 		return next == stateGone
 	}

@@ -70,11 +70,13 @@ type worker struct {
 	// its first did.
 	rt   *runtimeFiles
 	lazy bool
-	// others and memory are what a worker that is recycled must come back
-	// to between its runners, and calls how many it served (see recycle.go).
-	others int
-	memory int64
-	calls  int
+	// others is what a worker that is recycled must come back to between
+	// its runners, made what it held resident as its last interpreter was
+	// made and baseline as its first recycled runner's was, and calls how
+	// many calls it served (see recycle.go).
+	others         int
+	made, baseline int64
+	calls          int
 	// spent is set when its call was stopped from outside (time limit,
 	// memory limit, cancellation, shutdown) or failed: it is not recycled.
 	spent bool
@@ -318,6 +320,9 @@ func (s *Supervisor) serving(ctx context.Context, w *worker, ready bridge.ReadyF
 	}
 	w.conn.SetReadLimit(s.servingReadLimit())
 	s.log.Debug("worker ready", zap.Int("pid", w.proc.Pid()), zap.Bool("snapshot", ready.Snapshot), zap.String("python", ready.Python))
+	if s.recycling {
+		w.made, _ = w.proc.Memory(ctx) // 0, and no bound, if it cannot be read
+	}
 	if rt.deps != nil {
 		// Restored, the interpreter has the packages loaded but not their
 		// files, which are no part of the wasm memory (see depsSet).

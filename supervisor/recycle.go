@@ -18,7 +18,9 @@ import (
 // main thread starts for each call (js/worker.ts). The process and
 // Pyodide's compiled module outlive a call; nothing of the code does. A new
 // Worker is a new V8 isolate: globals, modules, timers, pending I/O and the
-// interpreter's memory are its own, and end with it.
+// interpreter's memory are its own, and end with it. Its interpreter is
+// made as soon as it has started, beside the census below; the next call
+// waits for both.
 //
 // What terminate() does not end is a busy loop (JavaScript or wasm) and a
 // Worker the code made, which outlives its parent. Both are threads: Deno
@@ -30,21 +32,24 @@ import (
 // serves one call.
 //
 // A process is also retired after maxCallsPerProcess calls, or once it
-// holds maxGrowth more memory than at its first recycle; and, as before,
-// killed on its call's time limit, memory limit, cancellation or any error.
+// holds maxGrowth more memory than with its first recycled runner; and, as
+// before, killed on its call's time limit, memory limit, cancellation or any
+// error.
 //
-// Its baseline is taken at its first recycle, once an interpreter has come
-// and gone, rather than at its start: V8 keeps in the compiled module the
-// code of the functions the first interpreter used (the process grows from
-// about 70 to about 110 MB, and later restores compile less), and Deno
-// starts helper threads of its own when it first needs them.
+// Its baselines are taken once an interpreter has come and gone, rather
+// than at its start: V8 keeps in the compiled module the code of the
+// functions the first interpreter used (the process grows by about 40 MB,
+// and later restores compile less), and Deno starts helper threads of its
+// own when it first needs them.
 
 // maxCallsPerProcess bounds the calls one worker process serves.
 const maxCallsPerProcess = 100
 
-// maxGrowth bounds how much more resident memory a worker process may hold,
-// its new runner started, than at its first recycle: what V8 and the
-// allocator keep of the interpreters that ran there.
+// maxGrowth bounds how much more resident memory a worker process may hold
+// with a runner's interpreter just made than it did with its first
+// recycled runner's: what V8 and the allocator keep of the interpreters
+// that ran there. Read as each interpreter is made (see serving), a
+// moment when it holds the same each time.
 const maxGrowth = 64 << 20
 
 // censusWait bounds how long an ended runner's thread may take to go. It
@@ -97,6 +102,9 @@ var errLeftover = errors.New("a thread of the last call's code outlived it")
 // the worker is not fit for another call, and the pool kills it.
 func (s *Supervisor) recycle(ctx context.Context, w *worker) error {
 	w.calls++
+	if w.calls == 2 {
+		w.baseline = w.made // the first recycled runner's
+	}
 	switch {
 	case w.dead():
 		return errors.New("its process has ended")
@@ -104,6 +112,8 @@ func (s *Supervisor) recycle(ctx context.Context, w *worker) error {
 		return errors.New("its call was stopped or failed")
 	case w.calls >= maxCallsPerProcess:
 		return fmt.Errorf("its process served %d calls", w.calls)
+	case w.calls > 2 && w.made > w.baseline+maxGrowth:
+		return fmt.Errorf("its interpreters grew from %d to %d bytes resident", w.baseline, w.made)
 	case w.rt != s.runtime.current().files && w.rt != s.learn.runtime(w.kind):
 		return errors.New("its runtime was replaced")
 	}
@@ -130,6 +140,12 @@ func (s *Supervisor) recycle(ctx context.Context, w *worker) error {
 		done <- counted{got, time.Since(began), err}
 	})
 	err := s.awaitRunner(ctx, w)
+	if err == nil && w.standby != nil {
+		// A call has just ended, and while calls come every warm worker is
+		// kept restored (pool.restoreAhead): the restore need not wait for
+		// the census, only the next call does.
+		s.restore(w)
+	}
 	started := time.Since(began)
 	c := <-done
 	s.log.Debug("worker recycled", zap.Int("pid", w.proc.Pid()), zap.Duration("runner", started), zap.Duration("census", c.took))
@@ -142,14 +158,8 @@ func (s *Supervisor) recycle(ctx context.Context, w *worker) error {
 	if err != nil {
 		return err
 	}
-	rss, err := w.proc.Memory(ctx)
-	switch {
-	case err != nil:
-		return fmt.Errorf("read the worker's memory: %w", err)
-	case first:
-		w.others, w.memory = c.others, rss
-	case rss > w.memory+maxGrowth:
-		return fmt.Errorf("its process grew from %d to %d bytes resident", w.memory, rss)
+	if first {
+		w.others = c.others
 	}
 	return nil
 }
