@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -60,4 +61,38 @@ func TestAwaitCensus(t *testing.T) {
 			t.Errorf("awaitCensus of no process = %v, want an error reading it", err)
 		}
 	})
+}
+
+// TestRecycleRetires: a worker whose process must not serve again is
+// refused before anything is sent to it.
+func TestRecycleRetires(t *testing.T) {
+	s, _ := memSupervisor(t, Config{}, testRepo())
+	current := s.runtime.current().files
+	tests := []struct {
+		name string
+		set  func(w *worker)
+		want string
+	}{
+		{"ended", func(w *worker) { close(w.exited) }, "has ended"},
+		{"stopped", func(w *worker) { w.spent = true }, "stopped or failed"},
+		{"served its calls", func(w *worker) { w.calls = maxCallsPerProcess - 1 }, "served 100 calls"},
+		{"grew", func(w *worker) { w.calls, w.baseline, w.made = 2, 200<<20, 200<<20+maxGrowth+1 }, "grew"},
+		{"its runtime replaced", func(w *worker) { w.rt = &runtimeFiles{key: "fedcba9876543210"} }, "runtime was replaced"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &worker{proc: &fakeProc{killed: make(chan struct{})}, exited: make(chan struct{}), rt: current}
+			tt.set(w)
+			err := s.recycle(context.Background(), w)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("recycle = %v, want an error saying %q", err, tt.want)
+			}
+		})
+	}
+	// Growth within the bound is no reason: the check after it decides.
+	w := &worker{proc: &fakeProc{killed: make(chan struct{})}, exited: make(chan struct{}), rt: &runtimeFiles{key: "fedcba9876543210"}}
+	w.calls, w.baseline, w.made = 2, 200<<20, 200<<20+maxGrowth
+	if err := s.recycle(context.Background(), w); err == nil || !strings.Contains(err.Error(), "runtime was replaced") {
+		t.Errorf("recycle of a worker within its growth = %v, want its runtime as the reason", err)
+	}
 }
