@@ -135,10 +135,12 @@ func (s *Supervisor) recycle(ctx context.Context, w *worker) error {
 		err  error
 	}
 	done := make(chan counted, 1)
-	s.wg.Go(func() {
+	// Not one of s.wg's, which takes none once Close has begun: this call
+	// waits for it, and censusWait bounds it.
+	go func() {
 		got, err := awaitCensus(ctx, w.proc.Pid(), want, censusWait)
 		done <- counted{got, time.Since(began), err}
-	})
+	}()
 	err := s.awaitRunner(ctx, w)
 	if err == nil && w.standby != nil {
 		// A call has just ended, and while calls come every warm worker is
