@@ -128,6 +128,9 @@ type workerInit struct {
 	ErrorLimit   int    `json:"errorLimit,omitempty"`
 	Session      bool   `json:"session,omitempty"`
 	Lazy         bool   `json:"lazy,omitempty"`
+	// Watch is what every run frame's watch will be (see watched): a fresh
+	// interpreter scans it ahead of its run.
+	Watch []string `json:"watch,omitempty"`
 }
 
 // role is what a worker is started for.
@@ -209,6 +212,9 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 	init := workerInit{Type: "init", Pyodide: rt.pyodide, MakeSnapshot: makeSnapshot, OutputLimit: s.cfg.OutputLimit, ErrorLimit: s.errorLimit(), Session: r == roleSession, Lazy: lazy}
 	if !makeSnapshot {
 		init.Snapshot = rt.snapshot
+	}
+	if r == roleCall || r == roleSession {
+		init.Watch = s.watched()
 	}
 	config, err := json.Marshal(workerConfig{
 		Secret:      secret,
