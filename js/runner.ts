@@ -499,10 +499,11 @@ async function serve(init: Init) {
   let ran = false;
   // The watched files before the next run. A session's: as its last run
   // sent them back. A fresh interpreter's: scanned ahead while it waits for
-  // its call, and again after an install or a put, so that its run need
-  // not (0.2-0.3 ms of a warm call).
-  const ahead = () => init.session || !init.watch?.length ? undefined : scanAll(py, init.watch);
-  let seen: Scan[] | undefined = ahead();
+  // its call, so that its run need not (0.2-0.3 ms of a warm call); an
+  // install or a put may change them, and its run scans after all.
+  let seen: Scan[] | undefined = init.session || !init.watch?.length
+    ? undefined
+    : scanAll(py, init.watch);
   self.onmessage = async (e: MessageEvent<string | Uint8Array>) => {
     if (e.data instanceof Uint8Array) {
       if (!incoming) return fatal("a binary frame arrived unannounced");
@@ -545,11 +546,10 @@ async function serve(init: Init) {
     const { type, files, dirs, readOnly, data } = incoming!;
     incoming = null;
     if (type === "compile") return compileWheel(runner, files, data, compileLimit, compileSkip);
-    const answer = type === "install"
-      ? await install(py, files, data)
-      : put(py, dirs, readOnly, files, data);
-    seen = init.session ? seen : ahead();
-    send(answer);
+    if (!init.session) seen = undefined;
+    send(
+      type === "install" ? await install(py, files, data) : put(py, dirs, readOnly, files, data),
+    );
   };
 }
 

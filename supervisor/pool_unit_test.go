@@ -435,6 +435,12 @@ func TestPoolDrivesEveryEdge(t *testing.T) {
 			p.startOne(m)
 		}
 	}
+	recycled := func(err error) drive {
+		return func(p *testPool, _ *fakeFleet, m *member[*fakeWorker]) {
+			p.recycle = recycleIn(0, err)
+			p.recycleOne(m)
+		}
+	}
 	take := func(p *testPool, _ *fakeFleet, _ *member[*fakeWorker]) {
 		if _, err := p.acquire(context.Background(), "", ""); err != nil {
 			t.Error(err)
@@ -492,22 +498,10 @@ func TestPoolDrivesEveryEdge(t *testing.T) {
 			p.recycle = recycleIn(time.Hour, nil)
 			p.retire(m.w)
 		}},
-		{stateRecycling, stateStandby, onStandby, "recycleOne", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
-			p.recycle = recycleIn(0, nil)
-			p.recycleOne(m)
-		}},
-		{stateRecycling, stateRestoring, restoring, "recycleOne", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
-			p.recycle = recycleIn(0, nil)
-			p.recycleOne(m)
-		}},
-		{stateRecycling, stateReady, restored, "recycleOne", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
-			p.recycle = recycleIn(0, nil)
-			p.recycleOne(m)
-		}},
-		{stateRecycling, stateDying, restored, "recycleOne, failed", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
-			p.recycle = recycleIn(0, errLeftover)
-			p.recycleOne(m)
-		}},
+		{stateRecycling, stateStandby, onStandby, "recycleOne", recycled(nil)},
+		{stateRecycling, stateRestoring, restoring, "recycleOne", recycled(nil)},
+		{stateRecycling, stateReady, restored, "recycleOne", recycled(nil)},
+		{stateRecycling, stateDying, restored, "recycleOne, failed", recycled(errLeftover)},
 	}
 	driven := map[[2]workerState]bool{{stateDying, stateGone}: true} // by reap, after each move to dying
 	for _, tt := range tests {

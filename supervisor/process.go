@@ -306,7 +306,7 @@ func (s *Supervisor) awaitRunner(ctx context.Context, w *worker) error {
 			w.kill()
 			return fmt.Errorf("worker did not get ready: %w (%s)", err, w.stderrTail())
 		}
-		w.standby = &standby{rt: w.rt, done: make(chan struct{})}
+		w.standby = &standby{done: make(chan struct{})}
 		return nil
 	}
 	ready, err := w.conn.Ready(ctx)
@@ -314,19 +314,20 @@ func (s *Supervisor) awaitRunner(ctx context.Context, w *worker) error {
 		w.kill()
 		return fmt.Errorf("worker did not get ready: %w (%s)", err, w.stderrTail())
 	}
-	return s.serving(ctx, w, ready, w.rt)
+	return s.serving(ctx, w, ready)
 }
 
 // serving makes a worker whose interpreter is ready fit for calls: the
 // limits of a serving worker, and the --deps files. On error w is killed.
-func (s *Supervisor) serving(ctx context.Context, w *worker, ready bridge.ReadyFrame, rt *runtimeFiles) error {
+func (s *Supervisor) serving(ctx context.Context, w *worker, ready bridge.ReadyFrame) error {
+	rt := w.rt
 	w.python, w.restored = ready.Python, ready.Snapshot
 	if !w.restored && rt.snapshot != "" {
 		s.runtime.remakeSnapshot(rt) // the restore failed: the snapshot is stale or damaged
 	}
 	w.conn.SetReadLimit(s.servingReadLimit())
 	s.log.Debug("worker ready", zap.Int("pid", w.proc.Pid()), zap.Bool("snapshot", ready.Snapshot), zap.String("python", ready.Python))
-	if s.recycling {
+	if s.pool.recycle != nil {
 		w.made, _ = w.proc.Memory(ctx) // 0, and no bound, if it cannot be read
 	}
 	if rt.deps != nil {

@@ -18,7 +18,6 @@ import (
 // of calls (pool.restoreAhead) and the rest on standby, so that a server at
 // rest holds less while a call still finds an interpreter made.
 type standby struct {
-	rt    *runtimeFiles // the runtime the worker was started from
 	asked atomic.Bool   // the restore has begun
 	done  chan struct{} // closed when the restore has ended
 	err   error         // why it failed; set before done is closed
@@ -52,7 +51,7 @@ func (s *Supervisor) restore(w *worker) {
 			sb.err = fmt.Errorf("restore: %w (%s)", err, w.stderrTail())
 			return
 		}
-		sb.err = s.serving(ctx, w, ready, sb.rt)
+		sb.err = s.serving(ctx, w, ready)
 		s.log.Debug("worker restored", zap.Int("pid", w.proc.Pid()), zap.Duration("took", time.Since(start)), zap.Error(sb.err))
 	})
 }

@@ -207,9 +207,6 @@ type Supervisor struct {
 	pool    *pool
 	learn   *learner
 	memOnce sync.Once // the first worker's memory has been read
-	// recycling is whether a worker process serves several calls, each in
-	// a runner of its own (see recycle.go).
-	recycling bool
 
 	sessionsMu sync.Mutex
 	sessions   map[*Session]struct{} // live sessions
@@ -245,7 +242,6 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 	s.learn = newLearner()
 	s.metrics = newMetrics(s, cfg.Metrics, log)
 	s.launch = platformLauncher(cfg.MemoryLimit)
-	s.recycling = proc.HasThreads
 	s.pool = &pool{
 		cfg: poolConfig{Workers: cfg.Workers, Warm: cfg.Warm, Queue: cfg.Queue, QueueTimeout: cfg.QueueTimeout,
 			PerPrincipal: max(cfg.MaxCallsPerPrincipal, 0)},
@@ -258,7 +254,8 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 		restarts: s.metrics.restarts,
 		wait:     s.metrics.poolWait,
 	}
-	if s.recycling {
+	if proc.HasThreads {
+		// A worker process serves several calls, a runner each (recycle.go).
 		s.pool.recycle = s.recycle
 	}
 	if cfg.Networking && len(cfg.AllowNet) == 0 {

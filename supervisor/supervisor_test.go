@@ -73,7 +73,7 @@ func testCache(t *testing.T) string {
 func oneCallPerProcess(s *Supervisor) {
 	s.pool.mu.Lock()
 	defer s.pool.mu.Unlock()
-	s.recycling, s.pool.recycle = false, nil
+	s.pool.recycle = nil
 }
 
 func start(t *testing.T, cfg Config, opts ...zaptest.LoggerOption) *Supervisor {
