@@ -267,8 +267,9 @@ func (c *Conn) Put(ctx context.Context, dirs, readOnly []string, files []Payload
 	return err
 }
 
-// Ping checks that the worker's interpreter answers: the frame goes through
-// the worker's main thread to the runner and back.
+// Ping checks that the worker's interpreter answers. The worker's main thread
+// answers for a runner that rehearsed a call within the last second, and
+// relays the frame to any other (js/worker.ts).
 func (c *Conn) Ping(ctx context.Context) error {
 	if err := c.write(ctx, PingFrame{}); err != nil {
 		return err

@@ -485,13 +485,23 @@ async function serve(init: Init) {
   // dropped, no interrupt buffer (one sent early waits for the real run)
   // and a namespace of its own: a warm call's own JavaScript, compiled and
   // run before, then took 0.45 ms less than when only Python was rehearsed.
+  // It watches nothing: a big mount's scan every 250 ms would cost more
+  // than it saves. A rehearsal may end well after it began: during an
+  // install, one ended after the call's run had begun and took that run's
+  // fetch aborts with it. So the next starts only once it has ended, the
+  // call's run waits for it, and the beat (see worker.ts) says when one
+  // ended.
   const drill = { ...init, interrupt: undefined, session: false };
-  const drillFrame: RunFrame = { code: "1+1", watch: init.watch };
+  const drillFrame: RunFrame = { code: "1+1", watch: [] };
+  let drilling: Promise<void> | undefined;
   const rehearse = () => {
+    if (drilling) return;
     runner.imports("1+1", []);
-    run(py, runner, drill, drillFrame, new Budget(Infinity), [], seen, aborts, () => {})
-      .catch(fatal);
-    if (init.beat) Atomics.store(init.beat, 0, BigInt(Date.now()));
+    drilling = run(py, runner, drill, drillFrame, new Budget(Infinity), [], seen, aborts, () => {})
+      .then(() => {
+        drilling = undefined;
+        if (init.beat) Atomics.store(init.beat, 0, BigInt(Date.now()));
+      }, fatal);
   };
   rehearse();
   send(JSON.stringify({ type: "ready", python, snapshot: restored }));
@@ -549,6 +559,7 @@ async function serve(init: Init) {
     ran = !init.session;
     clearInterval(keepWarm);
     running = true;
+    await drilling;
     const same = JSON.stringify(msg.watch ?? []) === JSON.stringify(init.watch ?? []);
     seen = await run(py, runner, init, msg, budget, [out, err], same ? seen : undefined, aborts);
     running = false;
@@ -706,6 +717,7 @@ async function run(
   let result: string;
   let ended = false;
   const globals = msg.globals ? py.toPy(msg.globals) : undefined;
+  // A rehearsal has none: it must leave the call's fetch aborts alone.
   if (init.interrupt) aborts.start(init.interrupt);
   try {
     // The return value is cut to the limit in Python, before the frame
@@ -727,7 +739,7 @@ async function run(
     result = JSON.stringify({ type: "fatal", error: describe(e) });
     ended = true;
   } finally {
-    aborts.stop();
+    if (init.interrupt) aborts.stop();
   }
   for (const s of streams) s.flush();
   if (budget.dropped > 0) {
