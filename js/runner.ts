@@ -685,10 +685,11 @@ interface RunFrame {
 }
 
 /**
- * Runs one call's code and sends its outcome: files, then the result.
- * Returns the watched files as sent back, for a session's next run to
- * start from: what its code did between runs goes back with that run,
- * a file it removed once a run had ended included.
+ * Runs one call's code and sends its outcome with post: files, then the
+ * result (a rehearsal's post drops them). Returns the watched files as sent
+ * back, for a session's next run to start from: what its code did between
+ * runs goes back with that run, a file it removed once a run had ended
+ * included.
  */
 async function run(
   py: PyodideAPI,
