@@ -468,13 +468,6 @@ async function serve(init: Init) {
   // Restored or not, every interpreter gets random state of its own.
   runner.reseed();
   const python = py.runPython("import platform; platform.python_version()");
-  // The watched files before the next run. A session's: as its last run
-  // sent them back. A fresh interpreter's: scanned ahead while it waits for
-  // its call, so that its run need not (0.2-0.3 ms of a warm call); an
-  // install or a put may change them, and its run scans after all.
-  let seen: Scan[] | undefined = init.session || !init.watch?.length
-    ? undefined
-    : scanAll(py, init.watch);
   // Every interpreter is a new V8 isolate, whose JavaScript (Pyodide's and
   // ours) runs slowly until it has run, and again once it has idled: a
   // `1+1` call's run took 4-6 ms in the runner 0.6 s after the last run,
@@ -497,7 +490,7 @@ async function serve(init: Init) {
   const rehearse = () => {
     if (drilling) return;
     runner.imports("1+1", []);
-    drilling = run(py, runner, drill, drillFrame, new Budget(Infinity), [], seen, aborts, () => {})
+    drilling = run(py, runner, drill, drillFrame, new Budget(Infinity), [], [], aborts, () => {})
       .then(() => {
         drilling = undefined;
         if (init.beat) Atomics.store(init.beat, 0, BigInt(Date.now()));
@@ -525,6 +518,13 @@ async function serve(init: Init) {
   let compileSkip: string[] = [];
   let running = false;
   let ran = false;
+  // The watched files before the next run. A session's: as its last run
+  // sent them back. A fresh interpreter's: scanned ahead while it waits for
+  // its call, so that its run need not (0.2-0.3 ms of a warm call); an
+  // install or a put may change them, and its run scans after all.
+  let seen: Scan[] | undefined = init.session || !init.watch?.length
+    ? undefined
+    : scanAll(py, init.watch);
   self.onmessage = async (e: MessageEvent<string | Uint8Array>) => {
     if (e.data instanceof Uint8Array) {
       if (!incoming) return fatal("a binary frame arrived unannounced");
@@ -536,7 +536,7 @@ async function serve(init: Init) {
     if (running) return fatal("a frame arrived during a run");
     if (ran) return; // one run: a fresh interpreter per call
     switch (msg.type) {
-      case "ping": // the supervisor checks that this interpreter answers before a call
+      case "ping": // relayed when the main thread cannot answer for this runner (worker.ts)
         return send('{"type":"pong"}');
       case "imports":
         return send(runner.imports(msg.code ?? "", msg.names ?? []));
