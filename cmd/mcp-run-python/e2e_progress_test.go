@@ -8,6 +8,7 @@ package main_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -221,6 +222,37 @@ func TestProgress(t *testing.T) {
 						t.Errorf("message %q, want the packages installed", m)
 					}
 				}
+			})
+
+			t.Run("bounds", func(t *testing.T) {
+				longest := strings.Repeat("t", 256)
+				text, notes := callWithToken(t, c, &l, longest, "1")
+				if want := "<status>success</status>\n<return_value>\n1\n</return_value>"; text != want || len(notes) == 0 {
+					t.Errorf("call with a 256-byte token: result %q after %d notes, want %q after some", text, len(notes), want)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+				defer cancel()
+				for _, tc := range []struct {
+					name  string
+					token any
+					args  map[string]any
+					want  string
+				}{
+					{"long token", longest + "x", nil, "more than the 256 a progress token may have"},
+					{"boolean token", true, nil, "expected a string or an integer, got boolean"},
+					{"unknown argument", nil, map[string]any{"padding": strings.Repeat("p", 100<<10)}, "more than the 65536 a call may carry beyond its code"},
+				} {
+					args := map[string]any{"python_code": "1"}
+					maps.Copy(args, tc.args)
+					req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: toolName, Arguments: args}}
+					if tc.token != nil {
+						req.Params.Meta = &mcp.Meta{ProgressToken: tc.token}
+					}
+					if _, err := c.CallTool(ctx, req); err == nil || !strings.Contains(err.Error(), tc.want) {
+						t.Errorf("%s: %v, want an error naming %q", tc.name, err, tc.want)
+					}
+				}
+				c.expectWorks(t)
 			})
 		})
 	}

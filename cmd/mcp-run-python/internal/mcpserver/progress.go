@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +30,17 @@ const progressInterval = 250 * time.Millisecond
 // maxQueuedNotes bounds the notes waiting for their turn. Only a change of
 // phase adds one, and a call changes phase a handful of times.
 const maxQueuedNotes = 16
+
+// maxProgressTokenBytes bounds a request's progressToken: a call keeps its
+// token while it waits and runs, and sends it back in every progress
+// notification, one a second; a client numbers its requests or names them
+// with a short id.
+const maxProgressTokenBytes = 256
+
+// maxSafeToken is the largest integer token every client reads back
+// exactly: a JavaScript number, as mcp-go's float64, holds integers up to
+// 2^53-1 exactly.
+const maxSafeToken = 1<<53 - 1
 
 // progressNote is one notification to send.
 type progressNote struct {
@@ -86,6 +98,26 @@ func (h *runPythonCodeHandler) progressSink(ctx context.Context, req mcp.CallToo
 		n = fallbackNotifier{}
 	}
 	return newProgressSender(ctx, n, req.Params.Meta.ProgressToken, progressInterval, h.log)
+}
+
+// checkProgressToken checks a progressToken as mcp-go decodes it: nil (no
+// token), a string or a number.
+func checkProgressToken(token mcp.ProgressToken) error {
+	switch token := token.(type) {
+	case nil:
+		return nil
+	case string:
+		if len(token) > maxProgressTokenBytes {
+			return fmt.Errorf("invalid _meta.progressToken: a string of %d bytes, more than the %d a progress token may have", len(token), maxProgressTokenBytes)
+		}
+		return nil
+	case float64:
+		if token != math.Trunc(token) || math.Abs(token) > maxSafeToken {
+			return fmt.Errorf("invalid _meta.progressToken %v: expected a string or an integer of at most 2^53-1", token)
+		}
+		return nil
+	}
+	return fmt.Errorf("invalid _meta.progressToken: expected a string or an integer, got %s", jsonType(token))
 }
 
 // onProgress returns the call's Request.OnProgress: nil without a sender.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -315,6 +316,35 @@ func TestCallProgress(t *testing.T) {
 					t.Errorf("notification %d: %q with token %v, want %q with p-1", i, got[i], notes[i].token, tc.want[i])
 				}
 			}
+		})
+	}
+}
+
+// TestProgressTokenBound checks that a request whose progressToken is too
+// long or not a string or integer is refused with an error naming the bound
+// before its call runs, and that the tokens MCP allows still run.
+func TestProgressTokenBound(t *testing.T) {
+	long := strings.Repeat("t", maxProgressTokenBytes)
+	for _, tc := range []struct {
+		name string
+		meta string
+		want string // in the refusal; "" when the call runs
+	}{
+		{"string at the bound", `{"progressToken":"` + long + `"}`, ""},
+		{"string past the bound", `{"progressToken":"` + long + `x"}`, "more than the 256 a progress token may have"},
+		{"escaped past the bound", `{"progress\u0054oken":"` + long + `x"}`, "more than the 256"},
+		{"7 MiB string", `{"progressToken":"` + strings.Repeat("t", 7<<20) + `"}`, "more than the 256"},
+		{"integer", `{"progressToken":-42}`, ""},
+		{"largest safe integer", `{"progressToken":9007199254740991}`, ""},
+		{"integer past 2^53", `{"progressToken":9007199254740993}`, "at most 2^53-1"},
+		{"fraction", `{"progressToken":1.5}`, "expected a string or an integer"},
+		{"boolean", `{"progressToken":true}`, "expected a string or an integer, got boolean"},
+		{"object", `{"progressToken":{"a":1}}`, "got object"},
+		{"array", `{"progressToken":[1]}`, "got array"},
+		{"null", `{"progressToken":null}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkRefusal(t, `"arguments":{"python_code":"x"},"_meta":`+tc.meta, tc.want)
 		})
 	}
 }

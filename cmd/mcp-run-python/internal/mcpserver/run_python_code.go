@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/filestore"
@@ -159,6 +160,78 @@ func (h *runPythonCodeHandler) handle(ctx context.Context, req mcp.CallToolReque
 		return mcp.NewToolResultError(err.Error()), nil
 	}
 	return &mcp.CallToolResult{Content: append([]mcp.Content{mcp.NewTextContent(text)}, extra...)}, nil
+}
+
+// maxBeyondCode bounds what a run_python_code request carries, as written,
+// besides its python_code and global_variables: the transport keeps the
+// whole request while the call waits for a worker and runs, and the rest
+// (its name, session_id, _meta, task) takes a few kilobytes at most.
+const maxBeyondCode = 64 << 10
+
+// refuseUnbounded makes mcp-go refuse, before it serves it, a request
+// whose progressToken is not a string of at most maxProgressTokenBytes or
+// an integer (MCP allows only those), or a run_python_code call that carries
+// more than maxBeyondCode besides its code, with an error naming the bound:
+// a queued call keeps its request, and a running one sends its token back
+// every second.
+func refuseUnbounded(hooks *server.Hooks) {
+	hooks.AddOnRequestInitialization(func(_ context.Context, _ any, message any) error {
+		raw, ok := message.(json.RawMessage)
+		if !ok {
+			return nil
+		}
+		return checkRequest(raw)
+	})
+}
+
+// checkRequest checks the request raw, decoded as mcp-go decodes it. A
+// request that does not decode so is left to mcp-go, or to the tool's
+// handler, to refuse at once.
+func checkRequest(raw json.RawMessage) error {
+	var req struct {
+		Method string `json:"method"`
+		Params struct {
+			Name      string                     `json:"name"`
+			Arguments map[string]json.RawMessage `json:"arguments"`
+			Meta      *mcp.Meta                  `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(raw, &req) != nil {
+		return nil
+	}
+	if req.Params.Meta != nil {
+		if err := checkProgressToken(req.Params.Meta.ProgressToken); err != nil {
+			return err
+		}
+	}
+	if req.Method != string(mcp.MethodToolsCall) || req.Params.Name != toolName {
+		return nil
+	}
+	args := req.Params.Arguments
+	if beyond := len(raw) - len(args[codeArgument]) - len(args[globalsArgument]); beyond > maxBeyondCode {
+		return fmt.Errorf("invalid %s call: %d bytes besides %q and %q, more than the %d a call may carry beyond its code", toolName, beyond, codeArgument, globalsArgument, maxBeyondCode)
+	}
+	return nil
+}
+
+// slimCalls makes a run_python_code call keep, while it waits for a worker
+// and runs, only the arguments it reads: mcp-go keeps the decoded request
+// for the life of the call, and with it a raw copy of its arguments
+// (RawArguments, which nothing here reads) and any argument the tool does
+// not take (which upstream ignores too, and so does runArguments).
+func slimCalls(hooks *server.Hooks) {
+	hooks.AddBeforeCallTool(func(_ context.Context, _ any, req *mcp.CallToolRequest) {
+		if req.Params.Name != toolName {
+			return
+		}
+		req.Params.RawArguments = nil
+		args, _ := req.Params.Arguments.(map[string]any)
+		for name := range args {
+			if name != codeArgument && name != globalsArgument && name != sessionArgument {
+				delete(args, name)
+			}
+		}
+	})
 }
 
 // lineSink returns the onLine callback of a call: each line at or above the

@@ -5,9 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcptest"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/render"
@@ -212,5 +217,70 @@ func TestRunArguments(t *testing.T) {
 				t.Errorf("runArguments = %+v, %v; want %+v", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestCallKeepsOnlyItsArguments checks that the request mcp-go keeps while a
+// call waits and runs holds the tool's arguments only: not the raw copy of
+// the arguments, nor an argument the tool does not take.
+func TestCallKeepsOnlyItsArguments(t *testing.T) {
+	hooks := &server.Hooks{}
+	srv := New(testOptions(&mcptest.FakeRunner{}), true, hooks)
+	var kept *mcp.CallToolRequest
+	// Added after New's, so it sees what they left.
+	hooks.AddBeforeCallTool(func(_ context.Context, _ any, req *mcp.CallToolRequest) { kept = req })
+	ctx := mcptest.Context(t)
+	srv.HandleMessage(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	resp := srv.HandleMessage(ctx, []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_python_code","arguments":{"python_code":"x","global_variables":{"a":1},"padding":"p"}}}`))
+	if _, ok := resp.(mcp.JSONRPCResponse); !ok || kept == nil {
+		t.Fatalf("tools/call answered %#v, want a result", resp)
+	}
+	args, _ := kept.Params.Arguments.(map[string]any)
+	if _, ok := args["padding"]; ok || len(args) != 2 || kept.Params.RawArguments != nil {
+		t.Errorf("the call kept arguments %v and %d raw bytes, want python_code and global_variables only", slices.Collect(maps.Keys(args)), len(kept.Params.RawArguments))
+	}
+}
+
+// TestCallBeyondCodeBound checks that a run_python_code call that carries
+// more than maxBeyondCode besides its code and globals is refused, with an
+// error naming the bound, before it runs, and that large code and globals
+// are not.
+func TestCallBeyondCodeBound(t *testing.T) {
+	big := strings.Repeat("b", maxBeyondCode)
+	for _, tc := range []struct {
+		name   string
+		params string
+		want   string // in the refusal; "" when the call runs
+	}{
+		{"large code", `"arguments":{"python_code":"` + big + big + `"}`, ""},
+		{"large globals", `"arguments":{"python_code":"x","global_variables":{"g":"` + big + big + `"}}`, ""},
+		{"small extras", `"arguments":{"python_code":"` + big + `","padding":"p"},"_meta":{"x":1}`, ""},
+		{"unknown argument", `"arguments":{"python_code":"x","padding":"` + big + `"}`, "more than the 65536 a call may carry beyond its code"},
+		{"large meta", `"arguments":{"python_code":"x"},"_meta":{"x":"` + big + `"}`, "more than the 65536"},
+		{"unknown param", `"arguments":{"python_code":"x"},"padding":"` + big + `"`, "more than the 65536"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkRefusal(t, tc.params, tc.want) })
+	}
+}
+
+// checkRefusal serves a tools/call of run_python_code whose params hold
+// params besides the tool's name, and checks that it is refused with an
+// error that says want before it runs, or, when want is "", that it runs.
+func checkRefusal(t *testing.T, params, want string) {
+	t.Helper()
+	runs := 0
+	r := &mcptest.FakeRunner{Block: func(context.Context, string) error { runs++; return nil }}
+	srv := New(testOptions(r), true, &server.Hooks{})
+	ctx := mcptest.Context(t)
+	srv.HandleMessage(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	resp := srv.HandleMessage(ctx, []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_python_code",`+params+`}}`))
+	refusal, refused := resp.(mcp.JSONRPCError)
+	switch {
+	case want == "" && (refused || runs != 1):
+		t.Errorf("answered %#v after %d runs, want the call run", resp, runs)
+	case want != "" && (!refused || runs != 0):
+		t.Errorf("answered %#v after %d runs, want a refusal before the run", resp, runs)
+	case refused && (refusal.Error.Code != mcp.INVALID_REQUEST || !strings.Contains(refusal.Error.Message, want)):
+		t.Errorf("refused with %d %q, want %d naming %q", refusal.Error.Code, refusal.Error.Message, mcp.INVALID_REQUEST, want)
 	}
 }

@@ -91,6 +91,8 @@ func tools(o Options, levels *LevelStore, principals principals) []tool {
 func New(o Options, perSession bool, hooks *server.Hooks) *server.MCPServer {
 	levels := newLevelStore(perSession)
 	levels.install(hooks)
+	refuseUnbounded(hooks)
+	slimCalls(hooks)
 	principals := principals{perSession: perSession}
 	if o.Sessions != nil && perSession {
 		// Python sessions end with the MCP session that made them.
