@@ -11,6 +11,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -253,6 +254,59 @@ func TestProgress(t *testing.T) {
 					}
 				}
 				c.expectWorks(t)
+			})
+
+			t.Run("forged_notifications", func(t *testing.T) {
+				// Over stdio the one client forges ids it did not use; over
+				// HTTP a second client forges the first's ids too.
+				forger := c
+				ids := []any{1e300, strings.Repeat("9", 64<<10), "x", nil, true, map[string]any{}, []any{1}}
+				if mode != modeStdio {
+					forger = tg.connect(t)
+					for id := range 30 {
+						ids = append(ids, id, strconv.Itoa(id))
+					}
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+				defer cancel()
+				result := make(chan string, 1)
+				go func() {
+					req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: toolName, Arguments: map[string]any{"python_code": "import time\ntime.sleep(2)\n'intact'"}}}
+					req.Params.Meta = &mcp.Meta{ProgressToken: "victim"}
+					res, err := c.CallTool(ctx, req)
+					if err != nil {
+						result <- err.Error()
+						return
+					}
+					text, _ := onlyText(res)
+					result <- text
+				}()
+				for !slices.ContainsFunc(l.of("victim"), func(n progressNote) bool { return strings.HasPrefix(n.message, "running: ") }) {
+					time.Sleep(10 * time.Millisecond)
+				}
+				notify := func(method mcp.MCPMethod, params map[string]any) {
+					err := forger.GetTransport().SendNotification(ctx, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
+						Notification: mcp.Notification{Method: string(method), Params: mcp.NotificationParams{AdditionalFields: params}}})
+					if err != nil {
+						t.Fatalf("send %s: %v", method, err)
+					}
+				}
+				notify(mcp.MethodNotificationProgress, map[string]any{"progressToken": "victim", "progress": 99, "message": "forged"})
+				notify(mcp.MethodNotificationCancelled, nil)
+				for _, id := range ids {
+					notify(mcp.MethodNotificationCancelled, map[string]any{"requestId": id, "reason": "forged"})
+				}
+				if err := forger.Ping(ctx); err != nil {
+					t.Fatalf("ping after the forged notifications: %v", err)
+				}
+				if text, want := <-result, "<status>success</status>\n<return_value>\nintact\n</return_value>"; text != want {
+					t.Errorf("the call under forged notifications: %q, want %q", text, want)
+				}
+				if slices.ContainsFunc(l.of("victim"), func(n progressNote) bool { return n.message == "forged" }) {
+					t.Errorf("a forged progress notification reached the caller: %v", l.of("victim"))
+				}
+				c.expectWorks(t)
+				forger.expectWorks(t)
 			})
 		})
 	}

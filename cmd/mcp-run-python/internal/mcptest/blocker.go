@@ -77,3 +77,18 @@ func (b *Blocker) WaitCancelled(t *testing.T) Blocked {
 	}
 	return Blocked{}
 }
+
+// WaitReleased waits for a held call to be released and returns its
+// context's error then; it fails the test if the context ended first.
+func (b *Blocker) WaitReleased(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-b.Released:
+		return err
+	case c := <-b.cancelled:
+		t.Fatalf("the call was cancelled (%v), not released", c.Cause)
+	case <-Context(t).Done():
+		t.Fatal("the call was not released")
+	}
+	return nil
+}
