@@ -361,9 +361,12 @@ def compile_wheel(
     _MAX_MODULE_SOURCE bytes) is skipped and imports from source, and more
     than limit bytes of bytecode in all is an error. Nesting that the
     parser and compiler take (a chain of 10^5 additions) can still exhaust
-    the wasm stack and end the interpreter: state.module (a JavaScript
-    object's) names the module being compiled, so that the supervisor can
-    compile the wheel again skipping the modules in skip. This is what
+    the wasm stack and end the interpreter, and a few hundred KiB of
+    or-patterns take the compiler gigabytes or minutes:
+    state.compiling(name), a JavaScript function, tells the supervisor each
+    module as its compile begins ('' as it ends), so that it can stop one
+    that takes too long or too much and compile the wheel again skipping
+    the modules in skip. This is what
     py_compile.compile does with PycInvalidationMode.UNCHECKED_HASH, without
     its round trip through files.
     """
@@ -396,7 +399,7 @@ def compile_wheel(
                 skipped += 1
                 continue
             source = wheel.read(info)
-            state.module = name
+            state.compiling(name)
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter('ignore')
@@ -404,6 +407,8 @@ def compile_wheel(
             except Exception:  # SyntaxError, RecursionError, MemoryError, ...
                 skipped += 1
                 continue
+            finally:
+                state.compiling('')
             pyc = importlib.util.MAGIC_NUMBER + (1).to_bytes(4, 'little') + importlib.util.source_hash(source)
             pyc += marshal.dumps(code)
             del code
