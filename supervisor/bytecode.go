@@ -241,42 +241,20 @@ func (b *bytecoder) compile(cache *packages.Cache, w *worker, f packages.LocalFi
 	if err != nil {
 		return "", packages.Bytecode{}, err
 	}
-	ctx, cancel := context.WithCancelCause(s.ctx)
-	defer cancel(nil)
-	wheelTimer := time.AfterFunc(compileTimeout, func() { cancel(fmt.Errorf("it took longer than %s", compileTimeout)) })
-	defer wheelTimer.Stop()
-	// The module being compiled, told by the worker: one that takes too
-	// long or too much memory is stopped, and the wheel compiled again
-	// without it, as for one that ends the interpreter.
-	var module string
-	errSlow, errMemory := fmt.Errorf("it took longer than %s", moduleTimeout), errors.New("its worker passed the memory limit")
-	moduleTimer := time.AfterFunc(moduleTimeout, func() { cancel(errSlow) })
-	moduleTimer.Stop()
-	defer moduleTimer.Stop()
-	compiling := func(name string) {
-		module = name
-		moduleTimer.Stop()
-		if name != "" {
-			moduleTimer.Reset(moduleTimeout)
-		}
-	}
+	ctx, watch := watchCompile(s.ctx)
+	defer watch.stop()
 	if s.cfg.MemoryLimit > 0 {
-		s.wg.Go(func() { s.watchMemory(ctx, w, func() { cancel(errMemory) }) })
+		s.wg.Go(func() { s.watchMemory(ctx, w, watch.overMemory) })
 	}
 	printed := func(lines []string) {
 		for _, l := range lines {
 			s.log.Debug("compile worker printed", zap.String("file", f.Filename), zap.String("line", l))
 		}
 	}
-	got, err := w.conn.Compile(ctx, wheels[0], bytecodeLimit(source), skip, printed, compiling)
+	got, err := w.conn.Compile(ctx, wheels[0], bytecodeLimit(source), skip, printed, watch.compiling)
 	if err != nil {
-		cause := context.Cause(ctx)
-		switch {
-		case s.ctx.Err() != nil || cause == nil:
-		case module != "" && (errors.Is(cause, errSlow) || errors.Is(cause, errMemory)):
-			err = &bridge.CompileError{Reason: cause.Error(), Module: module}
-		default:
-			err = fmt.Errorf("%w (%w)", err, cause)
+		if s.ctx.Err() == nil {
+			err = watch.failure(ctx, err)
 		}
 		return "", packages.Bytecode{}, err
 	}
@@ -302,4 +280,67 @@ func (s *Supervisor) startCompileWorker() (*worker, error) {
 // fetched.
 func (in *installer) plainWheels(local []packages.LocalFile) ([]bridge.Payload, error) {
 	return in.wheelsOf(local, map[string]bool{}, false)
+}
+
+// compileWatch stops a compile that takes longer than compileTimeout, one
+// of whose modules takes longer than moduleTimeout, or whose worker passes
+// the memory limit, and says why: the module, when it was one.
+type compileWatch struct {
+	cancel context.CancelCauseFunc
+	wheel  *time.Timer
+	// modules is stopped between modules. module is the one compiling, as
+	// the worker told it: set and read by the goroutine that compiles.
+	modules *time.Timer
+	module  string
+}
+
+// errSlowModule and errOverMemory are why a compile's context was
+// cancelled by its watch.
+var (
+	errSlowModule = fmt.Errorf("it took longer than %s", moduleTimeout)
+	errOverMemory = errors.New("its worker passed the memory limit")
+)
+
+// watchCompile returns the context of a compile under parent and its
+// watch, whose stop must be called when the compile is over.
+func watchCompile(parent context.Context) (context.Context, *compileWatch) {
+	ctx, cancel := context.WithCancelCause(parent)
+	c := &compileWatch{cancel: cancel}
+	c.wheel = time.AfterFunc(compileTimeout, func() { cancel(fmt.Errorf("it took longer than %s", compileTimeout)) })
+	c.modules = time.AfterFunc(moduleTimeout, func() { cancel(errSlowModule) })
+	c.modules.Stop()
+	return ctx, c
+}
+
+// compiling is told the module whose compile begins, or "" as it ends.
+func (c *compileWatch) compiling(module string) {
+	c.module = module
+	c.modules.Stop()
+	if module != "" {
+		c.modules.Reset(moduleTimeout)
+	}
+}
+
+// overMemory stops the compile: its worker passed the memory limit.
+func (c *compileWatch) overMemory() { c.cancel(errOverMemory) }
+
+// failure returns err, the compile's failure, with why the watch stopped
+// it: a *bridge.CompileError naming the module when it was one's fault,
+// so that the wheel is compiled again without it.
+func (c *compileWatch) failure(ctx context.Context, err error) error {
+	cause := context.Cause(ctx)
+	switch {
+	case cause == nil || errors.Is(cause, context.Canceled):
+		return err
+	case c.module != "" && (errors.Is(cause, errSlowModule) || errors.Is(cause, errOverMemory)):
+		return &bridge.CompileError{Reason: cause.Error(), Module: c.module}
+	}
+	return fmt.Errorf("%w (%w)", err, cause)
+}
+
+// stop ends the watch.
+func (c *compileWatch) stop() {
+	c.wheel.Stop()
+	c.modules.Stop()
+	c.cancel(nil)
 }
