@@ -34,7 +34,7 @@ import (
 // What a Worker can change for the whole process is checked too, once the
 // census has found no thread of the call's code left: the working
 // directory (Deno.chdir, into a directory the runner may read) and the
-// command line (node:process's title, from a Worker the code made). The
+// command line (node:process's title, which the runner reaches). The
 // rest is refused by the runner's permissions or ends with its Worker
 // (DESIGN 3.3).
 //
