@@ -68,6 +68,8 @@ func Decode(data []byte) (Frame, error) {
 		return decodeAs[CompileFrame](data)
 	case TypeCompiled:
 		return decodeAs[CompiledFrame](data)
+	case TypeCompiling:
+		return decodeAs[CompilingFrame](data)
 	}
 	return nil, fmt.Errorf("bridge: unknown frame type %q", head.Type)
 }

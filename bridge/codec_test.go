@@ -86,6 +86,7 @@ var goldenFrames = []struct {
 	{"fatal", FatalFrame{Error: "runner: RangeError: Maximum call stack size exceeded"}, false},
 	{"compiled", CompiledFrame{Tag: "cpython-314", Magic: "2b0e0d0a", Modules: 2, Skipped: 1}, false},
 	{"compiled_error", CompiledFrame{Error: "RangeError: Maximum call stack size exceeded", Names: []string{"p/deep.py"}}, false},
+	{"compiling", CompilingFrame{Module: "p/deep.py"}, false},
 }
 
 func readGolden(t *testing.T, name string) []byte {
@@ -131,7 +132,7 @@ func TestGoldenFrames(t *testing.T) {
 	// Every type Decode knows has a golden file.
 	for _, typ := range []string{TypeHello, TypeReady, TypeOutput, TypeResult, TypeFatal, TypeRun, TypeImports,
 		TypeInstall, TypeInstalled, TypeInterrupt, TypePing, TypePong, TypePut, TypeFiles, TypeSnapshot,
-		TypeStandby, TypeRestore, TypeRecycle, TypeRecycled, TypeToolCall, TypeToolResult, TypeCompile, TypeCompiled} {
+		TypeStandby, TypeRestore, TypeRecycle, TypeRecycled, TypeToolCall, TypeToolResult, TypeCompile, TypeCompiled, TypeCompiling} {
 		if !types[typ] {
 			t.Errorf("no golden frame of type %q", typ)
 		}

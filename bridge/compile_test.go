@@ -10,7 +10,8 @@ import (
 )
 
 // A compile worker announces its answer and sends the archive after it;
-// what it prints before is the log's, not an answer; an archive past the
+// what it prints before is the log's, not an answer, and so are the modules
+// it tells as it compiles them; an archive past the
 // limit is refused; an error names the module that ended the interpreter.
 func TestCompile(t *testing.T) {
 	type frame struct {
@@ -25,6 +26,7 @@ func TestCompile(t *testing.T) {
 		wantModule string // of a *CompileError
 		wantErr    string
 		printed    string
+		modules    string // told to onModule, each followed by a comma
 	}{
 		{
 			name:   "archive",
@@ -44,6 +46,18 @@ func TestCompile(t *testing.T) {
 			printed:    "Stack (most recent call first):",
 			wantErr:    "RangeError: Maximum call stack size exceeded (compiling p/deep.py)",
 			wantModule: "p/deep.py",
+		},
+		{
+			name: "modules told",
+			frames: []frame{
+				{msg: CompilingFrame{Module: "p/a.py"}},
+				{msg: CompilingFrame{}},
+				{msg: CompilingFrame{Module: "p/b.py"}},
+				{msg: CompilingFrame{}},
+				compiled(CompiledFrame{Tag: "cpython-314", Magic: "2b0e0d0a", Modules: 2}), {data: "zip"},
+			},
+			want:    "zip",
+			modules: "p/a.py,,p/b.py,,",
 		},
 		{
 			name:    "past the limit",
@@ -85,8 +99,13 @@ func TestCompile(t *testing.T) {
 				}
 			}()
 			var printed []string
+			var modules strings.Builder
 			got, err := c.Compile(context.Background(), Payload{File: File{Name: "p-1.0-py3-none-any.whl"}, Data: []byte("whl")}, 10,
-				[]string{"p/skip.py"}, func(lines []string) { printed = append(printed, lines...) })
+				[]string{"p/skip.py"}, func(lines []string) { printed = append(printed, lines...) },
+				func(module string) { modules.WriteString(module + ",") })
+			if modules.String() != tt.modules {
+				t.Errorf("modules told %q, want %q", modules.String(), tt.modules)
+			}
 			if s := <-saw; s != "compile p-1.0-py3-none-any.whl p/skip.py whl" {
 				t.Errorf("the worker saw %q", s)
 			}

@@ -439,27 +439,33 @@ type Compiled struct {
 // bytecode, at most limit bytes of it: the worker refuses to make more,
 // and a larger archive is refused here too. Raise the connection's read
 // limit to that first. The modules skip (paths in the wheel) are not
-// compiled. What the worker prints meanwhile goes to onOutput, if it is
-// not nil. The worker's failure is a *CompileError.
-func (c *Conn) Compile(ctx context.Context, wheel Payload, limit int64, skip []string, onOutput func(lines []string)) (Compiled, error) {
+// compiled. What the worker prints meanwhile goes to onOutput, and the
+// module whose compile begins ("" as it ends) to onModule, each if not nil.
+// The worker's failure is a *CompileError.
+func (c *Conn) Compile(ctx context.Context, wheel Payload, limit int64, skip []string, onOutput func(lines []string), onModule func(module string)) (Compiled, error) {
 	wheels := []Payload{wheel}
 	if err := c.sendFiles(ctx, CompileFrame{Names: skip, Files: announce(wheels), Limit: limit}, wheels); err != nil {
 		return Compiled{}, err
 	}
 	var f Frame
-	for {
+	for f == nil {
 		var err error
 		if f, err = c.read(ctx); err != nil {
 			return Compiled{}, err
 		}
-		out, ok := f.(OutputFrame)
-		if !ok {
-			break
-		}
-		// Printed by the interpreter as it compiled (compile() runs none
-		// of the module's code): no call's output, the caller's log.
-		if onOutput != nil {
-			onOutput(out.Lines)
+		switch t := f.(type) {
+		case OutputFrame:
+			// Printed by the interpreter as it compiled (compile() runs
+			// none of the module's code): no call's output, the caller's log.
+			if onOutput != nil {
+				onOutput(t.Lines)
+			}
+			f = nil
+		case CompilingFrame:
+			if onModule != nil {
+				onModule(t.Module)
+			}
+			f = nil
 		}
 	}
 	m, ok := f.(CompiledFrame)

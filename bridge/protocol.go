@@ -39,6 +39,7 @@ const (
 	TypeToolResult = "tool_result"
 	TypeCompile    = "compile"
 	TypeCompiled   = "compiled"
+	TypeCompiling  = "compiling"
 	TypeRecycle    = "recycle"
 	TypeRecycled   = "recycled"
 )
@@ -232,6 +233,14 @@ type CompiledFrame struct {
 	Error   string   `json:"error,omitempty"`
 }
 
+// CompilingFrame (worker → Go), before the CompiledFrame of a compile, names
+// the Module (its path in the wheel) whose compile begins, or is "" as it
+// ends: the supervisor stops a module that takes too long or too much
+// memory, and compiles the wheel again without it.
+type CompilingFrame struct {
+	Module string `json:"module"`
+}
+
 // Type returns TypeHello.
 func (HelloFrame) Type() string { return TypeHello }
 
@@ -300,6 +309,9 @@ func (CompileFrame) Type() string { return TypeCompile }
 
 // Type returns TypeCompiled.
 func (CompiledFrame) Type() string { return TypeCompiled }
+
+// Type returns TypeCompiling.
+func (CompilingFrame) Type() string { return TypeCompiling }
 
 // Stream names the standard stream a line was printed to.
 type Stream string

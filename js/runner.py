@@ -361,9 +361,12 @@ def compile_wheel(
     _MAX_MODULE_SOURCE bytes) is skipped and imports from source, and more
     than limit bytes of bytecode in all is an error. Nesting that the
     parser and compiler take (a chain of 10^5 additions) can still exhaust
-    the wasm stack and end the interpreter: state.module (a JavaScript
-    object's) names the module being compiled, so that the supervisor can
-    compile the wheel again skipping the modules in skip. This is what
+    the wasm stack and end the interpreter, and a few hundred KiB of
+    or-patterns take the compiler gigabytes or minutes:
+    state.compiling(name), a JavaScript function, tells the supervisor each
+    module as its compile begins ('' as it ends), so that it can stop one
+    that takes too long or too much and compile the wheel again skipping
+    the modules in skip. This is what
     py_compile.compile does with PycInvalidationMode.UNCHECKED_HASH, without
     its round trip through files.
     """
@@ -396,7 +399,7 @@ def compile_wheel(
                 skipped += 1
                 continue
             source = wheel.read(info)
-            state.module = name
+            state.compiling(name)
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter('ignore')
@@ -404,6 +407,8 @@ def compile_wheel(
             except Exception:  # SyntaxError, RecursionError, MemoryError, ...
                 skipped += 1
                 continue
+            finally:
+                state.compiling('')
             pyc = importlib.util.MAGIC_NUMBER + (1).to_bytes(4, 'little') + importlib.util.source_hash(source)
             pyc += marshal.dumps(code)
             del code
@@ -471,7 +476,22 @@ def _encode(v: object, indent: str) -> str:
         return '{\n' + ',\n'.join(items) + '\n' + indent + '}'
     if isinstance(v, str):
         return _string(v)
+    if isinstance(v, int) and not isinstance(v, bool):
+        return _digits(v)
     return json.dumps(v)
+
+
+def _digits(n: int) -> str:
+    """str(n) of any length, as pydantic_core writes an int. Python refuses
+    past sys.get_int_max_str_digits() digits (4300 by default), a guard for
+    servers converting untrusted text; this int is the call's own, its
+    conversion bounded by the call's time limit."""
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        return str(n)
+    finally:
+        sys.set_int_max_str_digits(limit)
 
 
 def _string(s: str) -> str:
@@ -496,19 +516,34 @@ def _float(x: float) -> str:
 
 
 def _key(k: object) -> str:
+    # As pydantic_core makes a key: numbers by str(), so float('nan') is
+    # 'nan' and 1e20 is '1e+20' (a value is written as _float says).
     if isinstance(k, str):
         return k
     if isinstance(k, bool):
         return 'true' if k else 'false'
     if isinstance(k, enum.Enum):
         return _key(k.value)
-    if isinstance(k, float):
-        return _float(k)
-    if isinstance(k, (int, decimal.Decimal, uuid.UUID)):
+    if isinstance(k, (int, float)):
+        return _digits(k)
+    if isinstance(k, (decimal.Decimal, uuid.UUID)):
         return str(k)
+    if isinstance(k, bytes):
+        return _utf8(k)
+    if isinstance(k, tuple):
+        return ','.join(_key(x) for x in k)
     if isinstance(k, (datetime.date, datetime.time)):
         return _iso(k)
     return repr(k) if k is not None else 'None'
+
+
+def _utf8(b: bytes) -> str:
+    try:
+        return b.decode()
+    except UnicodeDecodeError as e:
+        raise ValueError(
+            f'the return value cannot be JSON: bytes {b[e.start:e.end]!r} at index {e.start} are not UTF-8 text'
+        ) from None
 
 
 def _iso(v: datetime.date | datetime.time) -> str:
@@ -538,7 +573,7 @@ def _jsonable(v: object, active: set[int]) -> object:
     if isinstance(v, float):
         return None if math.isnan(v) or math.isinf(v) else float(v)
     if isinstance(v, (bytes, bytearray, memoryview)):
-        return bytes(v).decode()
+        return _utf8(bytes(v))
     if isinstance(v, (decimal.Decimal, uuid.UUID)):
         return str(v)
     if isinstance(v, (datetime.date, datetime.time)):

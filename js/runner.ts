@@ -667,7 +667,7 @@ interface PyRunner {
     installDir: string,
     limit: number,
     skip: string[],
-    state: { module: string },
+    state: { compiling(module: string): void },
   ): { toJs(): [string, Uint8Array | undefined]; destroy(): void };
 }
 
@@ -1049,7 +1049,14 @@ function compileWheel(
   }
   let frame: string;
   let archive: Uint8Array | undefined;
-  const state = { module: "" };
+  const state = {
+    module: "",
+    /** The module whose compile begins, or "" as it ends: see compile_wheel. */
+    compiling(module: string) {
+      state.module = module;
+      send(JSON.stringify({ type: "compiling", module }));
+    },
+  };
   try {
     const made = runner.compile_wheel(data[0], files[0].install_dir ?? "", limit, skip, state);
     try {

@@ -70,6 +70,9 @@ type worker struct {
 	// its first did.
 	rt   *runtimeFiles
 	lazy bool
+	// args is the command line it was started with, in rt.dir(): a call
+	// that changed either leaves a process that is not recycled.
+	args []string
 	// others is what a worker that is recycled must come back to between
 	// its runners, made what it held resident as its last interpreter was
 	// made and baseline as its first recycled runner's was, and calls how
@@ -230,8 +233,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 	args := append([]string{"run", v8Flags}, permissions.Flags(policy)...)
 	cmd := exec.Command(s.cfg.Deno, append(args, rt.entry)...)
 	cmd.Env = denoEnv(denoDir)
-	// A directory that is there on every platform and stays: the program's.
-	cmd.Dir = filepath.Dir(rt.entry)
+	cmd.Dir = rt.dir()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		removePrivate()
@@ -269,7 +271,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 		w.kill()
 		return nil, fmt.Errorf("worker did not connect: %w (%s)", context.Cause(ctx), w.stderrTail())
 	}
-	w.rt, w.lazy = rt, lazy
+	w.rt, w.lazy, w.args = rt, lazy, cmd.Args
 	if r == roleCall || r == roleSession {
 		if err := s.awaitRunner(ctx, w); err != nil {
 			return nil, err

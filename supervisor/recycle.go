@@ -31,6 +31,13 @@ import (
 // recycle. Where threads cannot be counted (proc.HasThreads), each process
 // serves one call.
 //
+// What a Worker can change for the whole process is checked too, once the
+// census has found no thread of the call's code left: the working
+// directory (Deno.chdir, into a directory the runner may read) and the
+// command line (node:process's title, which the runner reaches). The
+// rest is refused by the runner's permissions or ends with its Worker
+// (DESIGN 3.3).
+//
 // A process is also retired after maxCallsPerProcess calls, or once it
 // holds maxGrowth more memory than with its first recycled runner; and, as
 // before, killed on its call's time limit, memory limit, cancellation or any
@@ -94,8 +101,8 @@ func countThreads(names []string) census {
 }
 
 // errLeftover marks a worker process killed because something of a call's
-// code was left running in it.
-var errLeftover = errors.New("a thread of the last call's code outlived it")
+// code was left running in it, or the call changed the process.
+var errLeftover = errors.New("the last call left something of its own in the process")
 
 // recycle ends the runner of w, whose call is over, and starts a new one in
 // the same process, for the next call: see the top of this file. On error
@@ -151,6 +158,10 @@ func (s *Supervisor) recycle(ctx context.Context, w *worker) error {
 	started := time.Since(began)
 	c := <-done
 	s.log.Debug("worker recycled", zap.Int("pid", w.proc.Pid()), zap.Duration("runner", started), zap.Duration("census", c.took))
+	if c.err == nil {
+		// No code of the call runs any longer: what it changed stays.
+		c.err = checkChanged(w)
+	}
 	if errors.Is(c.err, errLeftover) {
 		s.log.Warn("a worker process is killed for what a call left in it", zap.Int("pid", w.proc.Pid()), zap.Error(c.err))
 	}
@@ -162,6 +173,19 @@ func (s *Supervisor) recycle(ctx context.Context, w *worker) error {
 	}
 	if first {
 		w.others = c.others
+	}
+	return nil
+}
+
+// checkChanged returns an error if the call changed w's process as a whole:
+// what it changed would be the next call's.
+func checkChanged(w *worker) error {
+	what, err := proc.Changed(w.proc.Pid(), w.rt.dir(), w.args)
+	switch {
+	case err != nil:
+		return fmt.Errorf("read the worker's state: %w", err)
+	case what != "":
+		return fmt.Errorf("%w: its %s changed", errLeftover, what)
 	}
 	return nil
 }

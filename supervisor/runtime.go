@@ -39,6 +39,11 @@ type runtimeFiles struct {
 	deps *depsSet
 }
 
+// dir is the working directory of a worker process: one that is there on
+// every platform and stays, the program's. A runner can move its process
+// out of it (recycle.go).
+func (rt *runtimeFiles) dir() string { return filepath.Dir(rt.entry) }
+
 // firstMissing returns the first of paths that does not exist, or "".
 func firstMissing(paths []string) string {
 	for _, p := range paths {

@@ -8,8 +8,10 @@ package main_test
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,7 +92,8 @@ e.PATTERN.pattern, e.__spec__.cached == e.__cached__, flags, same`
 
 // TestPackagesBytecodeHostile: a package whose modules are built to break
 // a compiler: nesting past every limit, a module larger than any real one,
-// one that does not parse. The compile skips them (they import from source,
+// one that does not parse, one that takes the compiler more than the memory
+// limit (or than a module's time). The compile skips them (they import from source,
 // as without bytecode, and fail as they would), compiles the rest, and the
 // server goes on serving.
 func TestPackagesBytecodeHostile(t *testing.T) {
@@ -104,6 +107,7 @@ func TestPackagesBytecodeHostile(t *testing.T) {
 		"huge.py":     strings.Repeat("a = 'x'\n", 700_000), // 5.3 MiB
 		"broken.py":   "def (:\n",
 		"nullbyte.py": "x = 1\x00\n",
+		"patterns.py": orPatterns(200, 100),
 	}}
 	r.Add(w)
 	data, _ := w.Build()
@@ -133,4 +137,21 @@ func nestedBlocks(n int) string {
 	}
 	b.WriteString(strings.Repeat(" ", n) + "pass\n")
 	return b.String()
+}
+
+// orPatterns is a module of one match statement whose case is the or of n
+// names in m orders: the compiler's work grows with both, and the square of
+// n, far past the source's size (n = m = 100, 48 KiB: 2 s in Pyodide; n =
+// 200, 100 KiB: more than 1 GiB).
+func orPatterns(n, m int) string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("n%d", i)
+	}
+	alts := make([]string, m)
+	for i := range alts {
+		k := i % n
+		alts[i] = "[" + strings.Join(append(slices.Clone(names[k:]), names[:k]...), ", ") + "]"
+	}
+	return "match x:\n case " + strings.Join(alts, " | ") + ":\n  pass\n"
 }

@@ -65,6 +65,52 @@ print(random.random(), js.Math.random())`
 		t.Errorf("random numbers of two calls: %q and %q; want two different draws", r1, r2)
 	}
 
+	// What a Worker can change for its whole process: the runner's
+	// permissions refuse the environment and the umask (and the priority,
+	// which takes the same sys permission), and the rest ends with the
+	// Worker (DESIGN 3.3), but for the working directory. A call that moved it leaves a process that is not
+	// reused: the next call starts where the first one did.
+	const where = "import js\nprint(js.Deno.cwd())"
+	home := c.run(t, where)
+	c.expectRun(t, `import js, pyodide_js
+from pyodide.ffi import create_proxy
+async def env(): js.Deno.env.set('LEAK', 'call 1')
+async def umask(): js.Deno.umask(0)
+refused = []
+for change in (env, umask):
+    try:
+        await change()
+    except Exception as e:
+        if 'NotCapable' in str(e):
+            refused.append(change.__name__)
+js.Deno.addSignalListener('SIGINT', create_proxy(lambda: None))
+js.Deno.exitCode = 3
+js.Deno.chdir(pyodide_js._api.config.indexURL)
+refused`, "<status>success</status>\n<return_value>\n[\n  \"env\",\n  \"umask\"\n]\n</return_value>")
+	if got := c.run(t, where); got != home {
+		t.Errorf("the working directory a call left reached the next call: %q, before it %q", got, home)
+	}
+	if now := waitIdleWorkers(t, c.pid, 1)[0]; now == first {
+		t.Errorf("the process whose call changed its working directory serves on (pid %d)", now)
+	}
+	first = waitIdleWorkers(t, c.pid, 1)[0]
+
+	// node:process's title overwrites the process's command line, from a
+	// Worker the code made that is gone when the call ends.
+	c.expectRun(t, `import asyncio, js
+from pyodide.ffi import create_proxy, to_js
+titled = asyncio.get_running_loop().create_future()
+w = js.Worker.new("data:text/javascript,import process from 'node:process'; process.title = 'call 1'; postMessage(process.title)", to_js({"type": "module"}, dict_converter=js.Object.fromEntries))
+w.onmessage = create_proxy(lambda e: titled.set_result(e.data))
+title = await titled
+w.terminate()
+title`, "<status>success</status>\n<return_value>\ncall 1\n</return_value>")
+	c.expectWorks(t)
+	if now := waitIdleWorkers(t, c.pid, 1)[0]; now == first {
+		t.Errorf("the process whose call changed its command line serves on (pid %d)", now)
+	}
+	first = waitIdleWorkers(t, c.pid, 1)[0]
+
 	// A busy Web Worker made from Python outlives its runner's
 	// terminate(): its thread is counted, and the process is killed.
 	c.expectRun(t, `import js

@@ -55,6 +55,14 @@ func TestE2EStructured(t *testing.T) {
 					want: `{"status":"success","output":["a b"],"return_value":{"a":[1,2.5,null],"ü":[true,"str <&>"]}}`},
 				{name: "no_return_value", code: "print('no value')",
 					want: `{"status":"success","output":["no value"],"return_value":null}`},
+				// Integers past 2^53 keep their digits; keys as pydantic_core
+				// makes them, NaN's too (issue 37).
+				{name: "big_int", code: "[2**64 + 1, -10**30]",
+					want: `{"status":"success","output":[],"return_value":[18446744073709551617,-1000000000000000000000000000000]}`},
+				{name: "keys", code: "{float('nan'): 1, float('-inf'): 2, 1e20: 3, (1, 'a'): 4, b'k': 5}",
+					want: `{"status":"success","output":[],"return_value":{"nan":1,"-inf":2,"1e+20":3,"1,a":4,"k":5}}`},
+				{name: "not_json", code: "b'ok\\xff'",
+					want: `{"status":"run-error","output":[],"error":"Traceback (most recent call last):\nValueError: the return value cannot be JSON: bytes b'\\xff' at index 2 are not UTF-8 text\n"}`},
 				{name: "run_error_with_output", code: "print('before')\nprint(unknown)",
 					want: `{"status":"run-error","output":["before"],"error":"Traceback (most recent call last):\n  File \"main.py\", line 2, in <module>\n    print(unknown)\n          ^^^^^^^\nNameError: name 'unknown' is not defined\n"}`},
 				{name: "dependencies", code: script(`"jsonshout"`, "import jsonshout\njsonshout.shout('hi')"),

@@ -29,3 +29,30 @@ func Threads(pid int) ([]string, error) {
 	}
 	return names, nil
 }
+
+// Changed says what of process pid differs from how it was started, in dir
+// with the command line args: "working directory", "command line" (which a
+// process may overwrite, as node's process.title does), or "" for neither.
+// Like Threads, it works where HasThreads says so.
+func Changed(pid int, dir string, args []string) (string, error) {
+	self := filepath.Join("/proc", strconv.Itoa(pid))
+	cwd, err := os.Stat(filepath.Join(self, "cwd"))
+	if err != nil {
+		return "", err
+	}
+	want, err := os.Stat(dir)
+	if err != nil {
+		return "", err
+	}
+	if !os.SameFile(cwd, want) {
+		return "working directory", nil
+	}
+	cmdline, err := os.ReadFile(filepath.Join(self, "cmdline"))
+	if err != nil {
+		return "", err
+	}
+	if string(cmdline) != strings.Join(args, "\x00")+"\x00" {
+		return "command line", nil
+	}
+	return "", nil
+}

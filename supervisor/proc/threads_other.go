@@ -12,3 +12,6 @@ const HasThreads = false
 
 // Threads is not implemented here: see HasThreads.
 func Threads(int) ([]string, error) { return nil, errors.ErrUnsupported }
+
+// Changed is not implemented here: see HasThreads.
+func Changed(int, string, []string) (string, error) { return "", errors.ErrUnsupported }

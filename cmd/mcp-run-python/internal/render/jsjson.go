@@ -57,10 +57,10 @@ func WriteJSString(b *strings.Builder, s string) {
 
 // writeJSReserialized writes JSON.stringify(JSON.parse(raw)), which is what
 // upstream's JSON mode did with the worker's JSON text: the value compacted,
-// numbers re-formatted as JavaScript numbers (1.0 becomes 1, 1e21 stays 1e+21,
-// integers beyond 2^53 lose precision), and object keys that are array
-// indices moved first in ascending order, the rest kept in their order; a
-// repeated key keeps its first position and its last value.
+// numbers re-formatted as JavaScript numbers (1.0 becomes 1, 1e21 stays 1e+21),
+// and object keys that are array indices moved first in ascending order, the
+// rest kept in their order; a repeated key keeps its first position and its
+// last value. Unlike upstream, an integer keeps all its digits (see jsNumber).
 func writeJSReserialized(b *strings.Builder, raw []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -232,7 +232,19 @@ func writeJSValue(b *strings.Builder, v any) error {
 // encoding/json prints a float64 by the same rule (the shortest digits that
 // round-trip, exponent form below 1e-6 and from 1e21); it only differs on
 // -0, which it keeps, and on NaN and infinities, which it refuses.
+//
+// An integer literal (no fraction, no exponent) is the exception: the worker
+// writes only Python ints so, and a double would change one past 2^53 and
+// make one past 1.8e308 null, where XML mode and pydantic_core's to_json keep
+// every digit. It is written as it came, which for one JavaScript holds
+// exactly is what JavaScript writes too.
 func jsNumber(n json.Number) (string, error) {
+	if digits := strings.TrimPrefix(string(n), "-"); digits != "" && strings.Trim(digits, "0123456789") == "" {
+		if strings.Trim(digits, "0") == "" {
+			return "0", nil // -0
+		}
+		return string(n), nil
+	}
 	f, err := strconv.ParseFloat(string(n), 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return "", fmt.Errorf("number %q: %w", string(n), err)

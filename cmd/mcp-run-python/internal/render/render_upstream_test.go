@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os/exec"
@@ -15,9 +16,18 @@ import (
 
 // upstreamJS is upstream's rendering code (runCode.ts: asXml, escapeClosing,
 // and asJson with the key order of DESIGN 1.4), run by node on the inputs
-// given on stdin.
+// given on stdin. Its one change: parse keeps an integer that a double would
+// change as it is written (DESIGN 1.4), which takes JSON.parse's source text
+// (node 21, or node 20 with --harmony-json-parse-with-source).
 const upstreamJS = `
 const input = JSON.parse(require('fs').readFileSync(0, 'utf8'))
+
+function parse(text) {
+  return JSON.parse(text, (key, value, { source }) =>
+    typeof value === 'number' && /^-?\d+$/.test(source) && !Number.isSafeInteger(value)
+      ? JSON.rawJSON(source)
+      : value)
+}
 
 function escapeClosing(closingTag) {
   const regex = new RegExp(` + "`" + `</?\\s*${closingTag}(?:.*?>)?` + "`" + `, 'gi')
@@ -55,7 +65,7 @@ function asJson(runResult) {
   if (runResult.dependencies?.length) json.dependencies = runResult.dependencies
   json.output = runResult.output
   if (runResult.status == 'success') {
-    json.return_value = JSON.parse(runResult.jsonReturn || 'null')
+    json.return_value = parse(runResult.jsonReturn || 'null')
   } else {
     json.error = runResult.error
   }
@@ -66,7 +76,7 @@ process.stdout.write(JSON.stringify({
   render: input.cases.map((c) => ({ xml: asXml({ ...c, returnValueJson: c.xmlReturn }), json: asJson(c) })),
   escape: input.escape.map(([s, tag]) => escapeClosing(tag)(s)),
   strings: input.strings.map((s) => JSON.stringify(s)),
-  values: input.values.map((v) => JSON.stringify(JSON.parse(v))),
+  values: input.values.map((v) => JSON.stringify(parse(v))),
 }))
 `
 
@@ -147,13 +157,12 @@ func TestRenderMatchesUpstreamJavaScript(t *testing.T) {
 	if err != nil {
 		t.Fatalf("encode input: %v", err)
 	}
-	cmd := exec.Command(nodePath, "-e", upstreamJS)
-	cmd.Stdin = bytes.NewReader(stdin)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := runNode(nodePath, stdin, "--harmony-json-parse-with-source")
 	if err != nil {
-		t.Fatalf("node: %v\n%s", err, stderr.String())
+		out, err = runNode(nodePath, stdin) // a node that dropped the flag, which it no longer needs
+	}
+	if err != nil {
+		t.Fatalf("node: %v", err)
 	}
 	var js jsResults
 	if err := json.Unmarshal(out, &js); err != nil {
@@ -232,6 +241,19 @@ func randomText(rng *rand.Rand) string {
 		}
 	}
 	return b.String()
+}
+
+// runNode runs upstreamJS under node with flags, stdin as its input.
+func runNode(nodePath string, stdin []byte, flags ...string) ([]byte, error) {
+	cmd := exec.Command(nodePath, append(flags, "-e", upstreamJS)...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%w\n%s", err, stderr.String())
+	}
+	return out, nil
 }
 
 // randomJSON returns JSON text with numbers in many spellings and objects
