@@ -79,7 +79,7 @@ const (
 	defaultMaxSessions     = 4
 	defaultTasksPerOwner   = 16
 	defaultTaskRetention   = 10 * time.Minute
-	defaultTaskResults     = "256MiB"
+	defaultTaskResults     = "128MiB"
 	defaultMaxTaskResults  = 1024
 	defaultFilesTTL        = 30 * time.Minute
 	defaultFilesStoreLimit = "1GiB"

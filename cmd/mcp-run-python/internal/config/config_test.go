@@ -105,7 +105,7 @@ func defaultConfig() Config {
 		ImageLimit:                  1 << 20,
 		TasksPerPrincipal:           16,
 		TaskRetention:               10 * time.Minute,
-		TaskResultsLimit:            256 << 20,
+		TaskResultsLimit:            128 << 20,
 		MaxTaskResults:              1024,
 		Tools:                       Tools{ResultLimit: 1 << 20},
 	}
