@@ -237,3 +237,93 @@ func TestTasksStatelessWithAuth(t *testing.T) {
 		t.Error("bob's tasks/cancel of alice's task succeeded")
 	}
 }
+
+// heardOf returns how many notifications of method c has received.
+func (c *e2eClient) heardOf(method string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, m := range c.others {
+		if m == method {
+			n++
+		}
+	}
+	return n
+}
+
+// TestTasksKept checks what a server keeps of its tasks: a task has the
+// ttl its client asked, and past --max-task-results the oldest ended
+// task's result is dropped, which its tasks/get and tasks/result say.
+func TestTasksKept(t *testing.T) {
+	s := setup(t)
+	tg := startTarget(t, s, modeStdio, "--tasks", "--workers", "1", "--max-task-results", "1")
+	c := tg.connectProtocol(t, tasksProtocol)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	res, err := c.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{
+		JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId("e2e-ttl"), Method: string(mcp.MethodToolsCall),
+		Params: map[string]any{"name": toolName, "arguments": map[string]any{"python_code": "'first'"}, "task": map[string]any{"ttl": 120000}},
+	})
+	var created mcp.CreateTaskResult
+	if err != nil || res.Error != nil || json.Unmarshal(res.Result, &created) != nil {
+		t.Fatalf("task with a ttl: %v %+v", err, res)
+	}
+	if ttl := created.Task.TTL; ttl == nil || *ttl != 120000 {
+		t.Errorf("ttl of a task that asked 120000 ms: %v", ttl)
+	}
+	first := created.Task.TaskId
+	c.pollTask(t, first, func(task mcp.Task) bool { return task.Status.IsTerminal() })
+	second := c.newTask(t, "'second'")
+	c.pollTask(t, second, func(task mcp.Task) bool { return task.Status.IsTerminal() })
+
+	dropped := c.getTask(t, first)
+	if dropped.Status != mcp.TaskStatusCompleted || !strings.Contains(dropped.StatusMessage, "--max-task-results") {
+		t.Errorf("tasks/get of the task whose result was dropped: %+v, want completed, naming --max-task-results", dropped)
+	}
+	if ttl := dropped.TTL; ttl == nil || *ttl != 120000 {
+		t.Errorf("ttl of the ended task: %v, want 120000 (before the retention)", ttl)
+	}
+	var content []struct{ Text string }
+	if err := json.Unmarshal(c.taskResultContent(t, first), &content); err != nil || len(content) != 1 || !strings.Contains(content[0].Text, "result was dropped") {
+		t.Errorf("tasks/result of the task whose result was dropped: %+v (%v)", content, err)
+	}
+	if err := json.Unmarshal(c.taskResultContent(t, second), &content); err != nil || len(content) != 1 || !strings.Contains(content[0].Text, "second") {
+		t.Errorf("tasks/result of the newest task: %+v (%v)", content, err)
+	}
+}
+
+// TestTasksStatusToOwner checks that notifications/tasks/status, which
+// mcp-go sends to every session, reaches the task's owner only: another
+// principal does not hear of the task.
+func TestTasksStatusToOwner(t *testing.T) {
+	s := setup(t)
+	const aliceToken, bobToken = "alice-0123456789abcdef0123456789", "bob-0123456789abcdef0123456789ab"
+	for _, mode := range []string{modeSSE, modeStateful} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			tg := startTarget(t, s, mode, "--tasks", "--auth-token-file", tokenFile(t, aliceToken, bobToken))
+			alice := tg.as(aliceToken).connectProtocol(t, tasksProtocol)
+			bob := tg.as(bobToken).connectProtocol(t, tasksProtocol)
+			id := alice.newTask(t, "'hers'")
+			alice.pollTask(t, id, func(task mcp.Task) bool { return task.Status.IsTerminal() })
+			ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+			defer cancel()
+			for alice.heardOf(mcp.MethodNotificationTasksStatus) == 0 {
+				if ctx.Err() != nil {
+					t.Fatal("alice heard nothing of her task's end")
+				}
+				if err := alice.Ping(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Bob's session was sent it as alice's was: it would precede the
+			// answer to his ping.
+			if err := bob.Ping(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := bob.heardOf(mcp.MethodNotificationTasksStatus); n != 0 {
+				t.Errorf("bob heard of %d status of alice's task", n)
+			}
+		})
+	}
+}

@@ -148,7 +148,10 @@ func taskOptions(cfg config.Config, sup supervisor.Config) *mcpserver.TaskOption
 	if sup.QueueTimeout > 0 {
 		maxRun = sup.QueueTimeout + 2*sup.Timeout + sup.CancelWait() + time.Minute
 	}
-	return &mcpserver.TaskOptions{PerOwner: cfg.TasksPerPrincipal, Retention: cfg.TaskRetention, MaxRun: maxRun}
+	return &mcpserver.TaskOptions{
+		PerOwner: cfg.TasksPerPrincipal, Retention: cfg.TaskRetention, MaxRun: maxRun,
+		ResultsLimit: cfg.TaskResultsLimit, MaxResults: cfg.MaxTaskResults,
+	}
 }
 
 // allowNet returns the hosts of an --allow-net value, dropping repeats; nil

@@ -79,6 +79,8 @@ const (
 	defaultMaxSessions     = 4
 	defaultTasksPerOwner   = 16
 	defaultTaskRetention   = 10 * time.Minute
+	defaultTaskResults     = "128MiB"
+	defaultMaxTaskResults  = 1024
 	defaultFilesTTL        = 30 * time.Minute
 	defaultFilesStoreLimit = "1GiB"
 	defaultMaxFiles        = 10_000
@@ -186,9 +188,13 @@ type Config struct {
 	// TasksPerPrincipal bounds the tasks, running or kept, of one
 	// authenticated caller (one MCP session without authentication), 0 for
 	// no limit; a task is kept for TaskRetention after it ends (above 0).
+	// The results of ended tasks that the server keeps are bounded by
+	// TaskResultsLimit bytes and MaxTaskResults, 0 for no limit.
 	Tasks             bool
 	TasksPerPrincipal int
 	TaskRetention     time.Duration
+	TaskResultsLimit  int64
+	MaxTaskResults    int
 	// FilesTTL is how long the files returned by a call outside a session
 	// stay readable as resources; above 0.
 	FilesTTL time.Duration
@@ -439,6 +445,8 @@ type flagValues struct {
 	tasks                       bool
 	tasksPerPrincipal           int
 	taskRetention               time.Duration
+	taskResultsLimit            int64
+	maxTaskResults              int
 	files                       bool
 	filesLimit                  int64
 	filesTTL                    time.Duration
@@ -527,6 +535,8 @@ func newFlagSet(v *flagValues, goos string) *pflag.FlagSet {
 	fs.BoolVar(&v.tasks, "tasks", false, "offer run_python_code as a task (MCP tasks): started at once, polled, its result fetched later, cancelled")
 	fs.Var(newIntFlag(&v.tasksPerPrincipal, defaultTasksPerOwner, 0, math.MaxInt), "tasks-per-principal", "tasks, running or kept, of one authenticated caller (of one MCP session without authentication); 0 for no limit (with --tasks)")
 	fs.Var(positiveDuration(&v.taskRetention, defaultTaskRetention), "task-retention", "how long a task and its result are kept after it ends (with --tasks)")
+	fs.Var(newByteSize(&v.taskResultsLimit, defaultTaskResults, math.MaxInt64), "task-results-limit", "total size of the results of ended tasks the server keeps, past which the oldest are dropped; 0 for no limit (with --tasks)")
+	fs.Var(newIntFlag(&v.maxTaskResults, defaultMaxTaskResults, 0, math.MaxInt), "max-task-results", "results of ended tasks the server keeps, past which the oldest are dropped; 0 for no limit (with --tasks)")
 	fs.BoolVar(&v.files, "files", true, "return the files a call writes in its working directory ("+workDir+") as resources; --files=false for none")
 	fs.Var(positiveByteSize(&v.filesLimit, defaultFilesLimit, math.MaxInt64), "files-limit", "bytes of files one call may send back: returned, written back to a mount, and figures, such as 64MiB")
 	fs.Var(positiveDuration(&v.filesTTL, defaultFilesTTL), "files-ttl", "how long the files of a call outside a session stay readable as resources")
@@ -803,6 +813,8 @@ func parse(args []string, env Environment, goos string) (Config, error) {
 		Tasks:                       v.tasks,
 		TasksPerPrincipal:           v.tasksPerPrincipal,
 		TaskRetention:               v.taskRetention,
+		TaskResultsLimit:            v.taskResultsLimit,
+		MaxTaskResults:              v.maxTaskResults,
 		Auth: Auth{
 			OAuthIssuer: v.oauthIssuer, OAuthAudience: v.oauthAudience, OAuthScopes: v.oauthScopes,
 			TokenFile: v.authTokenFile, PublicURL: v.publicURL, Metrics: v.metricsAuth,

@@ -105,6 +105,8 @@ func defaultConfig() Config {
 		ImageLimit:                  1 << 20,
 		TasksPerPrincipal:           16,
 		TaskRetention:               10 * time.Minute,
+		TaskResultsLimit:            128 << 20,
+		MaxTaskResults:              1024,
 		Tools:                       Tools{ResultLimit: 1 << 20},
 	}
 }
@@ -328,8 +330,10 @@ func TestParseConfig(t *testing.T) {
 			func(c *Config) {
 				c.Sessions, c.SessionIdle, c.MaxSessions, c.MaxSessionsPerPrincipal = true, 5*time.Minute, 1, 1
 			}},
-		{"tasks", []string{"stdio", "--tasks", "--tasks-per-principal", "0", "--task-retention", "90s"}, standardEnv(),
-			func(c *Config) { c.Tasks, c.TasksPerPrincipal, c.TaskRetention = true, 0, 90*time.Second }},
+		{"tasks", []string{"stdio", "--tasks", "--tasks-per-principal", "0", "--task-retention", "90s", "--task-results-limit", "64MiB", "--max-task-results", "0"}, standardEnv(),
+			func(c *Config) {
+				c.Tasks, c.TasksPerPrincipal, c.TaskRetention, c.TaskResultsLimit, c.MaxTaskResults = true, 0, 90*time.Second, 64<<20, 0
+			}},
 		{"session flags without --sessions", []string{"stdio", "--session-idle", "2h", "--max-sessions", "64"}, standardEnv(),
 			func(c *Config) { c.SessionIdle, c.MaxSessions, c.MaxSessionsPerPrincipal = 2*time.Hour, 64, 32 }},
 		{"sessions from env", []string{"stdio"}, withVars(standardEnv(), map[string]string{

@@ -89,6 +89,13 @@ func tools(o Options, levels *LevelStore, principals principals) []tool {
 // and files belong to whoever holds their id. hooks, which may already hold
 // a transport's own hooks, gets the server's added.
 func New(o Options, perSession bool, hooks *server.Hooks) *server.MCPServer {
+	s, _ := NewWithTasks(o, perSession, hooks)
+	return s
+}
+
+// NewWithTasks is New, and returns as well the server's tasks, for the
+// transport to ask whose they are; nil without o.Tasks.
+func NewWithTasks(o Options, perSession bool, hooks *server.Hooks) (*server.MCPServer, *Tasks) {
 	levels := newLevelStore(perSession)
 	levels.install(hooks)
 	refuseUnbounded(hooks)
@@ -131,7 +138,10 @@ func New(o Options, perSession bool, hooks *server.Hooks) *server.MCPServer {
 	if o.Files != nil {
 		addFileResources(s, hooks, o.Files, principals)
 	}
-	return s
+	if tasks == nil {
+		return s, nil
+	}
+	return s, &Tasks{store: tasks}
 }
 
 // principals says whose a request's Python sessions and files are.

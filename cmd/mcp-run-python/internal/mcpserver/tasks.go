@@ -30,28 +30,40 @@ package mcpserver
 //     TaskOptions.PerOwner tasks, running or kept.
 //   - It keeps a task for the ttl the client asks, from its creation, and
 //     cancels it then even if it runs; without a ttl, forever. Here a task
-//     is kept for TaskOptions.Retention after it ends, and mcp-go's copy,
-//     which holds no result (tasks/result reads this store's), is let go a
-//     while later (carrierTTL).
+//     is kept for TaskOptions.Retention after it ends, or until the ttl the
+//     client asked runs out if that comes first (cancelling a run that
+//     outlives it, as the protocol allows), and mcp-go's copy, which holds
+//     no result (tasks/result reads this store's), is let go a while later
+//     (carrierTTL).
+//   - It keeps every result for as long as it keeps its task. Here the
+//     results of ended tasks are bounded server-wide, in bytes
+//     (TaskOptions.ResultsLimit) and in number (TaskOptions.MaxResults):
+//     past either the oldest ended task's result is dropped, and its
+//     tasks/get and tasks/result say so. Owners per MCP session, each with
+//     TaskOptions.PerOwner tasks, would otherwise keep gigabytes.
 //   - Its tasks/get knows no progress: the after hooks answer from this
 //     store.
 //
 // What stays of mcp-go's: when a task ends, or is cancelled, mcp-go sends
 // notifications/tasks/status to every initialized session, not only its
-// owner's (sendTaskStatusNotification); no other path exists. It carries a
-// task id, its status and its times, never a result, and an id is no use to
-// another caller here. The task's log lines are not sent: its tools/call
-// has been answered, and there is no stream left for them.
+// owner's (sendTaskStatusNotification), with no hook; the transport drops it
+// on the stream of any session that Tasks.SessionOwns says is not the
+// task's. The task's log lines are not sent: its tools/call has been
+// answered, and there is no stream left for them.
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -70,7 +82,20 @@ type TaskOptions struct {
 	// running then is cancelled; mcp-go forgets its tasks by a time fixed
 	// at their creation (carrierTTL), which must come after the end.
 	MaxRun time.Duration
+	// ResultsLimit bounds the bytes (as JSON) of the results kept of
+	// ended tasks, server-wide; 0 for no limit.
+	ResultsLimit int64
+	// MaxResults bounds how many results of ended tasks are kept,
+	// server-wide; 0 for no limit.
+	MaxResults int
 }
+
+// The flags of TaskOptions.ResultsLimit and MaxResults, which a dropped
+// result names.
+const (
+	resultsLimitFlag = "--task-results-limit"
+	maxResultsFlag   = "--max-task-results"
+)
 
 // defaultTaskMaxRun is TaskOptions.MaxRun when it is not set.
 const defaultTaskMaxRun = 24 * time.Hour
@@ -83,6 +108,7 @@ const taskPollInterval = 1000 // ms
 var (
 	errTaskCancelled = errors.New("the task was cancelled (tasks/cancel)")
 	errTaskTooLong   = errors.New("the task ran too long")
+	errTaskExpired   = errors.New("the task's ttl ran out")
 )
 
 // Why a task is refused, as the error of its tools/call.
@@ -102,14 +128,21 @@ type task struct {
 	call    *mcp.TaskParams // its tools/call's, see taskStore.byCall
 	created time.Time
 
-	id       string // mcp-go's task id, once it has answered
-	status   mcp.TaskStatus
-	message  string
-	updated  time.Time
-	finished time.Time           // zero while the run goes on
-	result   *mcp.CallToolResult // once finished
-	cancel   context.CancelCauseFunc
-	gone     bool // removed from the store
+	ttl time.Duration // the client's, 0 for none: the task is let go by created+ttl
+
+	id         string        // mcp-go's task id, once it has answered
+	registered chan struct{} // closed once id is set, or t is gone
+	status     mcp.TaskStatus
+	message    string
+	updated    time.Time
+	finished   time.Time           // zero while the run goes on
+	result     *mcp.CallToolResult // once finished, nil again once dropped
+	dropped    bool                // its result was dropped for the bound on kept results
+	kept       *list.Element       // in taskStore.kept while its result is
+	size       int64               // of result, as JSON
+	cancel     context.CancelCauseFunc
+	expiry     *time.Timer // lets it go, from its ttl or its end
+	gone       bool        // removed from the store
 }
 
 // taskStore keeps the tasks of one MCP server, and is what tasks/* answer
@@ -121,6 +154,8 @@ type taskStore struct {
 	byID    map[string]*task
 	byCall  map[*mcp.TaskParams]*task // from a tools/call to its task; see hook
 	byOwner map[identity.Principal]int
+	kept    *list.List // the ended tasks whose results are kept, oldest first
+	size    int64      // of their results
 }
 
 // newTaskStore returns an empty store.
@@ -133,6 +168,7 @@ func newTaskStore(opts TaskOptions) *taskStore {
 		byID:    map[string]*task{},
 		byCall:  map[*mcp.TaskParams]*task{},
 		byOwner: map[identity.Principal]int{},
+		kept:    list.New(),
 	}
 }
 
@@ -156,13 +192,18 @@ func (s *taskStore) check(owner identity.Principal) error {
 }
 
 // add records a new task of owner and session, made by the tools/call whose
-// params.task is call, unless check would fail now.
-func (s *taskStore) add(owner identity.Principal, session string, call *mcp.TaskParams) (*task, error) {
+// params.task is call, unless check would fail now. ttl is the client's, 0
+// for none; it is bounded by the longest a task is kept, its longest run
+// and the retention.
+func (s *taskStore) add(owner identity.Principal, session string, call *mcp.TaskParams, ttl time.Duration) (*task, error) {
 	if err := s.check(owner); err != nil {
 		return nil, err
 	}
 	now := time.Now()
-	t := &task{owner: owner, session: session, call: call, created: now, status: mcp.TaskStatusWorking, updated: now}
+	t := &task{owner: owner, session: session, call: call, created: now, status: mcp.TaskStatusWorking, updated: now, registered: make(chan struct{})}
+	if ttl > 0 {
+		t.ttl = min(ttl, s.opts.MaxRun+s.opts.Retention)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if n := s.byOwner[owner]; s.opts.PerOwner > 0 && n >= s.opts.PerOwner { // another call got there first
@@ -170,6 +211,9 @@ func (s *taskStore) add(owner identity.Principal, session string, call *mcp.Task
 	}
 	s.byOwner[owner]++
 	s.byCall[call] = t
+	if t.ttl > 0 {
+		t.expiry = time.AfterFunc(t.ttl, func() { s.remove(t, errTaskExpired) })
+	}
 	return t, nil
 }
 
@@ -192,6 +236,7 @@ func (s *taskStore) register(t *task, id string) {
 	}
 	t.id = id
 	s.byID[id] = t
+	close(t.registered)
 }
 
 // lookup returns the task id of owner and session, or nil: another's task
@@ -226,8 +271,9 @@ func (s *taskStore) progress(t *task, message string) {
 	}
 }
 
-// finish records the end of t's run, with res (nil for a failure), and lets
-// t go Retention later.
+// finish records the end of t's run, with res (nil for a failure), keeps
+// res within the bound on kept results, and lets t go Retention later, or
+// at its ttl if that comes first.
 func (s *taskStore) finish(t *task, res *mcp.CallToolResult, failure error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -238,14 +284,80 @@ func (s *taskStore) finish(t *task, res *mcp.CallToolResult, failure error) {
 	switch {
 	case t.status == mcp.TaskStatusCancelled:
 		t.message = "cancelled; the code has stopped"
+		if res != nil && !res.IsError {
+			// The code ended as it was cancelled: the task's outcome stays
+			// what tasks/result has been saying since the cancel.
+			t.result = nil
+		}
 	case failure != nil:
 		t.status, t.message = mcp.TaskStatusFailed, failure.Error()
 	default:
 		t.status, t.message = mcp.TaskStatusCompleted, ""
 	}
-	if !t.gone {
-		time.AfterFunc(s.opts.Retention, func() { s.remove(t) })
+	if t.gone {
+		t.result = nil
+		return
 	}
+	keep := s.opts.Retention
+	if t.ttl > 0 {
+		keep = min(keep, t.ttl-t.finished.Sub(t.created))
+	}
+	if t.expiry != nil {
+		t.expiry.Stop()
+	}
+	t.expiry = time.AfterFunc(keep, func() { s.remove(t, errTaskExpired) })
+	if t.result != nil {
+		t.size = resultSize(t.result)
+		t.kept = s.kept.PushBack(t)
+		s.size += t.size
+		s.bound()
+	}
+}
+
+// resultSize is the size of res as JSON: what the bound on kept results
+// counts, close to what it holds (its text, its structured content).
+func resultSize(res *mcp.CallToolResult) int64 {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return 0
+	}
+	return int64(len(b))
+}
+
+// bound drops the results of the oldest ended tasks until those kept are
+// within ResultsLimit and MaxResults. s.mu is held.
+func (s *taskStore) bound() {
+	for s.kept.Len() > 0 && (s.opts.ResultsLimit > 0 && s.size > s.opts.ResultsLimit ||
+		s.opts.MaxResults > 0 && s.kept.Len() > s.opts.MaxResults) {
+		t := s.kept.Front().Value.(*task)
+		s.unkeep(t)
+		t.result, t.dropped = nil, true
+		t.message = s.droppedMessage()
+	}
+}
+
+// unkeep takes t's result out of the bound's count. s.mu is held.
+func (s *taskStore) unkeep(t *task) {
+	if t.kept == nil {
+		return
+	}
+	s.kept.Remove(t.kept)
+	s.size -= t.size
+	t.kept = nil
+}
+
+// droppedMessage says why a task's result is gone, naming the flags of the
+// bounds that are set.
+func (s *taskStore) droppedMessage() string {
+	var bounds []string
+	if s.opts.ResultsLimit > 0 {
+		bounds = append(bounds, resultsLimitFlag+" "+humanize.IBytes(uint64(s.opts.ResultsLimit)))
+	}
+	if s.opts.MaxResults > 0 {
+		bounds = append(bounds, fmt.Sprintf("%s %d", maxResultsFlag, s.opts.MaxResults))
+	}
+	return "its result was dropped to keep the server's bound on the results of ended tasks (" +
+		strings.Join(bounds, ", ") + "; the oldest go first)"
 }
 
 // requestCancel cancels t's run, unless it has ended: t is cancelled from
@@ -262,22 +374,29 @@ func (s *taskStore) requestCancel(t *task) {
 	}
 }
 
-// remove lets t go, cancelling its run if it still goes on.
-func (s *taskStore) remove(t *task) {
+// remove lets t go, cancelling its run with cause if it still goes on.
+func (s *taskStore) remove(t *task, cause error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.removeLocked(t)
+	s.removeLocked(t, cause)
 }
 
 // removeLocked is remove with s.mu held.
-func (s *taskStore) removeLocked(t *task) {
+func (s *taskStore) removeLocked(t *task, cause error) {
 	if t.gone {
 		return
 	}
 	t.gone = true
-	if t.cancel != nil && t.finished.IsZero() {
-		t.cancel(errTaskCancelled)
+	if t.id == "" {
+		close(t.registered)
 	}
+	if t.cancel != nil && t.finished.IsZero() {
+		t.cancel(cause)
+	}
+	if t.expiry != nil {
+		t.expiry.Stop()
+	}
+	s.unkeep(t)
 	if t.id != "" {
 		delete(s.byID, t.id)
 	}
@@ -294,38 +413,66 @@ func (s *taskStore) endSession(session string) {
 	defer s.mu.Unlock()
 	for _, t := range s.byCall {
 		if t.session == session {
-			s.removeLocked(t)
+			s.removeLocked(t, errTaskCancelled)
 		}
 	}
 }
 
 // wire returns t as the protocol shows it, from base, mcp-go's copy (whose
 // id and creation time it keeps). Its ttl counts from its creation, as the
-// protocol's does: unknown (null) while it runs.
+// protocol's does: while it runs, the client's, or unknown (null) without;
+// once it has ended, until it is let go.
 func (s *taskStore) wire(t *task, base mcp.Task) mcp.Task {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	base.Status, base.StatusMessage = t.status, t.message
 	base.LastUpdatedAt = t.updated.UTC().Format(time.RFC3339)
 	base.TTL = nil
-	if !t.finished.IsZero() {
-		ttl := (t.finished.Sub(t.created) + s.opts.Retention).Milliseconds()
-		base.TTL = &ttl
+	if ttl := t.ttl; ttl > 0 || !t.finished.IsZero() {
+		if !t.finished.IsZero() {
+			ttl = t.finished.Sub(t.created) + s.opts.Retention
+			if t.ttl > 0 {
+				ttl = min(ttl, t.ttl)
+			}
+		}
+		ms := ttl.Milliseconds()
+		base.TTL = &ms
 	}
 	poll := int64(taskPollInterval)
 	base.PollInterval = &poll
 	return base
 }
 
-// outcome returns the result of t for tasks/result: its call's, or for a
-// task cancelled whose code has not stopped yet, what its call will say.
+// outcome returns the result of t for tasks/result: its call's; for one
+// whose result was dropped, why; for a task cancelled, unless its call says
+// more, that it was.
 func (s *taskStore) outcome(t *task) *mcp.CallToolResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if t.result != nil {
+	switch {
+	case t.result != nil:
 		return t.result
+	case t.dropped:
+		return mcp.NewToolResultError("the task is " + string(t.status) + ", but " + s.droppedMessage())
 	}
 	return mcp.NewToolResultError("the call was cancelled: " + errTaskCancelled.Error())
+}
+
+// Tasks is what the transport may ask of a server's tasks (NewWithTasks).
+type Tasks struct{ store *taskStore }
+
+// SessionOwns reports whether the task id is the MCP session's, the one
+// session that may hear of it (notifications/tasks/status, which mcp-go
+// sends to every session). A task of no session, or not known (yet, or any
+// more), is no session's; nil Tasks, a server without tasks, has none.
+func (ts *Tasks) SessionOwns(session, id string) bool {
+	if ts == nil || session == "" {
+		return false
+	}
+	ts.store.mu.Lock()
+	defer ts.store.mu.Unlock()
+	t := ts.store.byID[id]
+	return t != nil && t.session == session
 }
 
 // taskNotifier is the Notifier of a task's run: its tools/call has been
@@ -391,6 +538,12 @@ func (s *taskStore) runTask(ctx context.Context, t *task, req mcp.CallToolReques
 	res, err := inner(ctx, req)
 	finished = true
 	s.finish(t, res, err)
+	// mcp-go sends the task's status to every session once this returns:
+	// its own session must know the task's id by then (Tasks.SessionOwns).
+	select {
+	case <-t.registered:
+	case <-ctx.Done():
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -446,13 +599,17 @@ func (s *taskStore) install(hooks *server.Hooks, tool string, gate *CallGate, pr
 		// A TaskParams of our own, mcp-go's for the task's ttl, ties the
 		// call, which mcp-go copies, to its task: the handler and the after
 		// hook get the same pointer.
+		var asked time.Duration
+		if ms := req.Params.Task.TTL; ms != nil && *ms > 0 {
+			asked = time.Duration(min(*ms, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
+		}
 		ttl := s.carrierTTL()
 		call := &mcp.TaskParams{TTL: &ttl}
 		req.Params.Task = nil
 		if server.IsModernRequest(ctx) {
 			return
 		}
-		if _, err := s.add(owner, session, call); err == nil {
+		if _, err := s.add(owner, session, call, asked); err == nil {
 			req.Params.Task = call
 		}
 	})
@@ -468,7 +625,7 @@ func (s *taskStore) install(hooks *server.Hooks, tool string, gate *CallGate, pr
 	hooks.AddOnError(func(_ context.Context, _ any, method mcp.MCPMethod, message any, _ error) {
 		if req, ok := message.(*mcp.CallToolRequest); ok && method == mcp.MethodToolsCall {
 			if t := s.ofCall(req.Params.Task); t != nil {
-				s.remove(t) // mcp-go made no task of it
+				s.remove(t, errTaskCancelled) // mcp-go made no task of it
 			}
 		}
 	})

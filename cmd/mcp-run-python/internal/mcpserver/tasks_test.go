@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -21,7 +22,7 @@ import (
 // newTestTask adds a task of owner and session to s, as a tools/call does.
 func newTestTask(t *testing.T, s *taskStore, owner identity.Principal, session, id string) *task {
 	t.Helper()
-	tk, err := s.add(owner, session, &mcp.TaskParams{})
+	tk, err := s.add(owner, session, &mcp.TaskParams{}, 0)
 	if err != nil {
 		t.Fatalf("add(%q): %v", owner, err)
 	}
@@ -155,6 +156,145 @@ func TestTaskStoreCancel(t *testing.T) {
 	})
 }
 
+// TestTaskStoreResultsBound checks the server-wide bound on kept results:
+// past its bytes or its count the oldest ended task's result is dropped,
+// whoever owns it, and its tasks/get and tasks/result say so, naming the
+// flag; a result let go with its task leaves the bound's count.
+func TestTaskStoreResultsBound(t *testing.T) {
+	text := strings.Repeat("x", 1000)
+	size := resultSize(mcp.NewToolResultText(text))
+	tests := []struct {
+		name  string
+		opts  TaskOptions
+		flag  string
+		kept  int // of 4, the newest
+		total int64
+	}{
+		{"bytes", TaskOptions{ResultsLimit: 2*size + size/2}, resultsLimitFlag, 2, 2 * size},
+		{"count", TaskOptions{MaxResults: 3}, maxResultsFlag, 3, 3 * size},
+		{"no bound", TaskOptions{}, "", 4, 4 * size},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tt.opts.Retention = time.Minute
+				s := newTaskStore(tt.opts)
+				var tasks []*task
+				for i, owner := range []identity.Principal{"alice", "bob", "alice", "bob"} {
+					tk := newTestTask(t, s, owner, string(owner), string(rune('a'+i)))
+					s.finish(tk, mcp.NewToolResultText(text), nil)
+					tasks = append(tasks, tk)
+					time.Sleep(time.Second)
+				}
+				for i, tk := range tasks {
+					w, out := s.wire(tk, mcp.Task{}), s.outcome(tk)
+					if i >= len(tasks)-tt.kept {
+						if out.IsError || w.StatusMessage != "" {
+							t.Errorf("task %d, within the bound: %+v, %+v", i, w, out)
+						}
+						continue
+					}
+					msg := mcp.GetTextFromContent(out.Content[0])
+					if w.Status != mcp.TaskStatusCompleted || !strings.Contains(w.StatusMessage, tt.flag) || !out.IsError || !strings.Contains(msg, "result was dropped") || !strings.Contains(msg, tt.flag) {
+						t.Errorf("task %d, past the bound: %+v, %q; want completed, its result dropped, naming %s", i, w, msg, tt.flag)
+					}
+				}
+				if n, size := keptResults(s); size != tt.total || n != tt.kept {
+					t.Errorf("kept %d results, %d bytes; want %d, %d", n, size, tt.kept, tt.total)
+				}
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				if n, size := keptResults(s); size != 0 || n != 0 {
+					t.Errorf("after the retention: %d results, %d bytes kept", n, size)
+				}
+			})
+		})
+	}
+}
+
+// keptResults returns how many results s keeps for the bound, and their
+// bytes.
+func keptResults(s *taskStore) (int, int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.kept.Len(), s.size
+}
+
+// TestTaskStoreTTL checks that a task is let go by the ttl its client
+// asked, from its creation, or the retention after its end if that comes
+// first, that a run outliving its ttl is cancelled, and that tasks/get
+// shows the ttl, the client's while it runs.
+func TestTaskStoreTTL(t *testing.T) {
+	const retention = 10 * time.Minute
+	tests := []struct {
+		name    string
+		ttl     time.Duration
+		run     time.Duration // until it ends; 0: it outlives its ttl
+		wantTTL time.Duration // once it has ended
+	}{
+		{"ttl before the retention", 2 * time.Minute, time.Minute, 2 * time.Minute},
+		{"retention before the ttl", time.Hour, time.Minute, time.Minute + retention},
+		{"no ttl", 0, time.Minute, time.Minute + retention},
+		{"run outlives its ttl", 30 * time.Second, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newTaskStore(TaskOptions{Retention: retention, MaxRun: 2 * time.Hour})
+				tk, err := s.add("alice", "s", &mcp.TaskParams{}, tt.ttl)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.register(tk, "a")
+				ctx, cancel := context.WithCancelCause(t.Context())
+				s.start(tk, cancel)
+				w := s.wire(tk, mcp.Task{})
+				if (tt.ttl == 0) != (w.TTL == nil) || w.TTL != nil && *w.TTL != tt.ttl.Milliseconds() {
+					t.Errorf("running task's ttl = %v, want %v (none for 0)", w.TTL, tt.ttl)
+				}
+				if tt.run == 0 {
+					time.Sleep(tt.ttl)
+					synctest.Wait()
+					if s.lookup("alice", "s", "a") != nil || !errors.Is(context.Cause(ctx), errTaskExpired) {
+						t.Errorf("a run past its ttl: kept %v, cause %v; want let go, cancelled", s.lookup("alice", "s", "a") != nil, context.Cause(ctx))
+					}
+					return
+				}
+				time.Sleep(tt.run)
+				s.finish(tk, mcp.NewToolResultText("done"), nil)
+				if w := s.wire(tk, mcp.Task{}); w.TTL == nil || *w.TTL != tt.wantTTL.Milliseconds() {
+					t.Errorf("ended task's ttl = %v, want %v", w.TTL, tt.wantTTL)
+				}
+				time.Sleep(tt.wantTTL - tt.run - time.Nanosecond)
+				if s.lookup("alice", "s", "a") == nil {
+					t.Fatal("let go before its ttl")
+				}
+				time.Sleep(time.Nanosecond)
+				synctest.Wait()
+				if s.lookup("alice", "s", "a") != nil {
+					t.Error("kept past its ttl")
+				}
+			})
+		})
+	}
+}
+
+// TestTaskStoreCancelRace checks a cancel that comes as the code ends: the
+// task stays cancelled, and tasks/result says so before the run returns
+// and after, even when the code got to succeed.
+func TestTaskStoreCancelRace(t *testing.T) {
+	s := newTaskStore(TaskOptions{Retention: time.Minute})
+	tk := newTestTask(t, s, "alice", "s", "a")
+	s.start(tk, func(error) {})
+	s.requestCancel(tk)
+	before := s.outcome(tk)
+	s.finish(tk, mcp.NewToolResultText("<status>success</status>"), nil)
+	after := s.outcome(tk)
+	if w := s.wire(tk, mcp.Task{}); w.Status != mcp.TaskStatusCancelled || !before.IsError || !after.IsError {
+		t.Errorf("cancelled as it succeeded: %s, result before its end %+v, after %+v; want cancelled, an error both times", w.Status, before, after)
+	}
+}
+
 // TestTaskStoreSessionEnd checks that the tasks of an MCP session that
 // ended are let go, and their runs cancelled.
 func TestTaskStoreSessionEnd(t *testing.T) {
@@ -206,6 +346,23 @@ type taskWire struct {
 func (s *rawStdio) exchange(msg string) taskWire {
 	s.t.Helper()
 	s.send(msg)
+	return s.answer()
+}
+
+// answerTo decodes the answer to the request id, skipping notifications and
+// other answers.
+func (s *rawStdio) answerTo(id int) taskWire {
+	s.t.Helper()
+	for {
+		if w := s.answer(); w.ID == id {
+			return w
+		}
+	}
+}
+
+// answer decodes the next answer, skipping notifications.
+func (s *rawStdio) answer() taskWire {
+	s.t.Helper()
 	for {
 		line := s.recv()
 		if !strings.Contains(line, `"id"`) {
@@ -239,10 +396,13 @@ func TestTasksOverStdio(t *testing.T) {
 
 	plain := s.exchange(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_python_code","arguments":{"python_code":"print(1)"}}}`)
 
-	created := s.exchange(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"run_python_code","arguments":{"python_code":"print(1)"},"task":{"ttl":5}}}`)
+	created := s.exchange(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"run_python_code","arguments":{"python_code":"print(1)"},"task":{"ttl":50000}}}`)
 	id := created.Result.Task.TaskId
 	if status := created.Result.Task.Status; created.Error != nil || id == "" || (status != mcp.TaskStatusWorking && status != mcp.TaskStatusCompleted) {
 		t.Fatalf("task-augmented call: %+v", created)
+	}
+	if ttl := created.Result.Task.TTL; ttl == nil || *ttl != 50000 {
+		t.Errorf("ttl = %v, want the 50000 ms asked", ttl)
 	}
 	if p := created.Result.Task.PollInterval; p == nil || *p != taskPollInterval {
 		t.Errorf("pollInterval = %v, want %d", p, taskPollInterval)
@@ -364,5 +524,46 @@ func TestTaskEndsAtShutdown(t *testing.T) {
 	refused := s.exchange(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"run_python_code","arguments":{"python_code":"1"},"task":{}}}`)
 	if refused.Error == nil || !strings.Contains(refused.Error.Message, "shutting down") {
 		t.Errorf("a task during the shutdown: %+v, want refused", refused)
+	}
+}
+
+// TestTasksCancelRace cancels tasks as they end, many at once: each ends
+// either completed, with its result, or cancelled, with an error, and says
+// the same each time it is asked.
+func TestTasksCancelRace(t *testing.T) {
+	const n = 200
+	o := testOptions(&mcptest.FakeRunner{})
+	o.Tasks = &TaskOptions{Retention: time.Minute}
+	s := newRawStdio(t, o)
+	s.exchange(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	ids := make([]string, n)
+	for i := range ids {
+		s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"run_python_code","arguments":{"python_code":"1"},"task":{}}}`, 100+i))
+		ids[i] = s.answerTo(100 + i).Result.Task.TaskId
+		// Not waiting for the answer: the cancel races the run.
+		s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tasks/cancel","params":{"taskId":%q}}`, 1000+i, ids[i]))
+	}
+	for i, id := range ids {
+		var got []taskWire
+		for j := range 2 {
+			s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tasks/result","params":{"taskId":%q}}`, 2000+2*i+j, id))
+			got = append(got, s.answerTo(2000+2*i+j))
+		}
+		s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tasks/get","params":{"taskId":%q}}`, 3000+i, id))
+		task := s.answerTo(3000 + i).Got
+		ok := got[0].Error == nil && string(got[0].Result.Content) == string(got[1].Result.Content) && got[0].Result.IsError == got[1].Result.IsError
+		switch task.Status {
+		case mcp.TaskStatusCompleted:
+			ok = ok && !got[0].Result.IsError && strings.Contains(string(got[0].Result.Content), "return_value")
+		case mcp.TaskStatusCancelled:
+			ok = ok && got[0].Result.IsError
+		default:
+			ok = false
+		}
+		if !ok {
+			t.Errorf("task %d: %s (%q), results %s (error %v, %v) then %s (error %v)", i, task.Status, task.StatusMessage,
+				got[0].Result.Content, got[0].Result.IsError, got[0].Error, got[1].Result.Content, got[1].Result.IsError)
+		}
 	}
 }

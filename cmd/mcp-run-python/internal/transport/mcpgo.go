@@ -33,6 +33,9 @@ const mcpGoVersion = "v1.2.1"
 //   - SSE: SendEventToSession never blocks: on a full queue (100 events) it
 //     fails with the plain error "event queue full" (queueFull;
 //     TestMCPGoSSEQueueFull).
+//   - SSE and Streamable HTTP: each notification, and so each
+//     notifications/tasks/status that mcp-go sends to every session, is
+//     one Write of an event (taskStatusEvent; TestTaskStatusOnlyToOwner).
 //   - mcp-go decodes request IDs and encodes them again in the response, so
 //     that 1.0 comes back as 1 (idKey).
 //   - Streamable HTTP: once a request's session is upgraded

@@ -248,7 +248,7 @@ func newSSEFrontEnd(o Options) *HTTPFrontEnd {
 			streams.register(session.SessionID(), stream)
 		}
 	})
-	mcpServer := mcpserver.New(o.Options, true, hooks)
+	mcpServer, tasks := mcpserver.NewWithTasks(o.Options, true, hooks)
 	var sse *server.SSEServer
 	sse = server.NewSSEServer(mcpServer,
 		server.WithSSEEndpoint(sseStreamPath),
@@ -264,7 +264,7 @@ func newSSEFrontEnd(o Options) *HTTPFrontEnd {
 		server.WithSSECORS(corsOrigins(front.limits)...),
 	)
 	return &HTTPFrontEnd{
-		handler:       &sseHandler{sse: sse, pending: pending, streams: streams, front: front},
+		handler:       &sseHandler{sse: sse, pending: pending, streams: streams, front: front, tasks: tasks},
 		closeSessions: func(context.Context) { sse.CloseSessions() },
 		pending:       pending,
 		calls:         o.Calls,
@@ -282,6 +282,7 @@ type sseHandler struct {
 	pending *pendingResponses
 	streams *sseStreams // caps the streams and ends the idle ones
 	front   *frontEnd
+	tasks   *mcpserver.Tasks // whose task each status is (taskstatus.go)
 }
 
 // collectors returns the front end's metrics, for Probes.handler.
@@ -322,7 +323,7 @@ func (h *sseHandler) serveStream(w http.ResponseWriter, r *http.Request) {
 	h.streams.watchIdle(stream, cancel)
 	defer stream.stopIdle()
 	r = r.WithContext(context.WithValue(ctx, sseStreamKey{}, stream))
-	h.sse.ServeHTTP(stream, r)
+	h.sse.ServeHTTP(filterTaskStatus(stream, stream, h.tasks, stream.sessionID), r)
 	h.streams.unregister(stream.sessionID(), stream)
 	// Nothing more reaches this session.
 	h.pending.dropGroup(stream.sessionID())
@@ -576,7 +577,7 @@ func newStreamableFrontEnd(o Options, stateless bool) *HTTPFrontEnd {
 	hooks.AddOnUnregisterSession(func(_ context.Context, session server.ClientSession) {
 		listen.end(session.SessionID())
 	})
-	mcpServer := mcpserver.New(o.Options, !stateless, hooks)
+	mcpServer, tasks := mcpserver.NewWithTasks(o.Options, !stateless, hooks)
 	opts := []server.StreamableHTTPOption{
 		server.WithEndpointPath(streamablePath),
 		server.WithStreamableHTTPLogger(slogzap.New(o.Log)),
@@ -600,7 +601,7 @@ func newStreamableFrontEnd(o Options, stateless bool) *HTTPFrontEnd {
 	mux := http.NewServeMux()
 	mux.Handle(streamablePath, &streamableHandler{
 		next: streamable, stateless: stateless, pending: pending,
-		ids: ids, listen: listen, front: front,
+		ids: ids, listen: listen, front: front, tasks: tasks,
 	})
 	return &HTTPFrontEnd{
 		handler: frontHandler{Handler: mux, front: front},
@@ -620,6 +621,7 @@ type streamableHandler struct {
 	ids       *sessionIDs       // the live sessions (with sessions only)
 	listen    *listenStreams    // the GET streams (with sessions only)
 	front     *frontEnd
+	tasks     *mcpserver.Tasks // whose task each status is (taskstatus.go)
 }
 
 // ServeHTTP gives each request a callStream and its notifier (see
@@ -681,7 +683,8 @@ func (h *streamableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f, ok := w.(http.Flusher); ok {
 		stream := newCallStream(w, f)
 		r = r.WithContext(mcpserver.WithNotifier(r.Context(), httpNotifier{stream: stream}))
-		w = stream
+		session := r.Header.Get(server.HeaderKeySessionID)
+		w = filterTaskStatus(stream, stream, h.tasks, func() string { return session })
 	}
 	h.next.ServeHTTP(w, r)
 }
