@@ -333,7 +333,7 @@ func TestPackagesMirror(t *testing.T) {
 	const sixFromIndex = "<status>success</status>\n<dependencies>[\"six\"]</dependencies>\n<return_value>\n[\n  \"1.17.0\",\n  \"index\"\n]\n</return_value>"
 	c.expectRun(t, sixCode, sixFromIndex)
 	c.expectRun(t, "import idna", installError(`"idna"`,
-		`cannot install "idna==3.11": cannot download idna-3.11-py3-none-any.whl: cannot reach `+host+`idna-3.11-py3-none-any.whl: dial tcp `+strings.TrimPrefix(down.URL, "http://")+`: connect: connection refused (--pyodide-index-url fetches Pyodide's packages from a mirror or a local directory instead)`))
+		`cannot install "idna==3.11": cannot download idna-3.11-py3-none-any.whl: cannot reach `+host+`idna-3.11-py3-none-any.whl: dial tcp `+strings.TrimPrefix(down.URL, "http://")+`: connect: connection refused (to install without Pyodide's package host: fill the cache where it can be reached with "mcp-run-python fetch PACKAGE..." and run with --offline, or point --pyodide-index-url at a mirror or a local directory)`))
 	c.expectWorks(t)
 	srv.Close()
 

@@ -491,8 +491,8 @@ func TestResolveWithoutPyodideHost(t *testing.T) {
 	plan := checkResolve(t, r, []string{"six"}, []string{"six==1.17.0"}, 0, "")
 	_, err = cache.Fetch(testContext(t), plan)
 	e := wantKind(t, err, KindUnreachable)
-	if !PyodideHostUnreachable(err) || !strings.HasSuffix(e.Error(), "(--pyodide-index-url fetches Pyodide's packages from a mirror or a local directory instead)") {
-		t.Fatalf("error %q: not the host's, or it does not name the flag", e.Error())
+	if !PyodideHostUnreachable(err) || !strings.HasSuffix(e.Error(), "(to install without Pyodide's package host: fill the cache where it can be reached with \"mcp-run-python fetch PACKAGE...\" and run with --offline, or point --pyodide-index-url at a mirror or a local directory)") {
+		t.Fatalf("error %q: not the host's, or it does not say what to do", e.Error())
 	}
 
 	mirror := r.WithoutPyodideHost()
