@@ -240,7 +240,7 @@ func hostileIndex(t *testing.T) *httptest.Server {
 		"escape": {
 			entry("../../escape-1.0-py3-none-any.whl", good),
 			{"filename": "escape-1.0-py3-none-any.whl", "url": "file:///etc/passwd", "hashes": map[string]string{"sha256": pt.SHA256(good)}},
-			entry("escape-1.0-py3-none-any.whl\x1b]0;owned\x07", good),
+			entry("escape-1.0-py3-none-any\x1b]0;owned\x07.whl", good),
 		},
 	}
 	pages["hugemeta"][0]["core-metadata"] = true
