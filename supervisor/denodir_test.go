@@ -86,3 +86,26 @@ func write(t *testing.T, path, text string) {
 		t.Fatal(err)
 	}
 }
+
+// TestNoDenoDir: the DENO_DIR of workers without a code cache cannot be
+// made once the cache is locked, and the cache directory holds no file of
+// its own for it: a user listing it finds the lock alone.
+func TestNoDenoDir(t *testing.T) {
+	root := t.TempDir()
+	unlock, err := lockDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	l := layout{root}
+	if err := os.MkdirAll(l.noDenoDir(), 0o755); err == nil {
+		t.Errorf("made %s: a worker could keep a DENO_DIR there", l.noDenoDir())
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != ".lock" {
+		t.Errorf("the cache directory holds %v, want .lock alone", entries)
+	}
+}

@@ -31,18 +31,21 @@ type depsSet struct {
 // withDeps returns rt with a snapshot that holds the --deps packages
 // loaded, making it (keyed by rt's own snapshot and the packages' hashes)
 // when the cache has none. The installer then pins --deps to the versions
-// in that snapshot. When anything fails (the index cannot be reached, a
-// package cannot be installed) it logs why and returns rt: calls then
-// install --deps each, as without a snapshot.
-func (s *Supervisor) withDeps(ctx context.Context, rt *runtimeFiles, pkgs *installer, progress func(string)) *runtimeFiles {
-	if len(s.cfg.Deps) == 0 || rt.key == "" {
-		return rt
+// in that snapshot. --deps that cannot be had (not found, the index or the
+// host unreachable, not in the cache offline) are an error wrapping
+// [ErrDeps]: every call would fail installing them. A snapshot that cannot
+// be made is logged: calls then install --deps each, as without a snapshot.
+func (s *Supervisor) withDeps(ctx context.Context, rt *runtimeFiles, pkgs *installer, progress func(string)) (*runtimeFiles, error) {
+	if len(s.cfg.Deps) == 0 {
+		return rt, nil
 	}
 	progress("resolving --deps " + strings.Join(s.cfg.Deps, ", "))
 	deps, sum, err := s.resolveDeps(ctx, pkgs)
 	if err != nil {
-		s.log.Warn("--deps are not in the memory snapshot: calls install them each", zap.Error(err))
-		return rt
+		return nil, fmt.Errorf("%w: %w", ErrDeps, err)
+	}
+	if rt.key == "" {
+		return rt, nil
 	}
 	h := sha256.New()
 	h.Write([]byte(rt.key))
@@ -51,11 +54,14 @@ func (s *Supervisor) withDeps(ctx context.Context, rt *runtimeFiles, pkgs *insta
 	}
 	key := hex.EncodeToString(h.Sum(nil)[:8])
 	with, err := s.runtimeWith(ctx, rt, key, deps, progress)
-	if err != nil {
+	switch {
+	case err != nil && s.ctx.Err() != nil:
+		return nil, err // closing
+	case err != nil:
 		s.log.Warn("--deps are not in the memory snapshot: calls install them each", zap.Error(err))
-		return rt
+		return rt, nil
 	}
-	return with
+	return with, nil
 }
 
 // runtimeWith returns rt with the snapshot named key, which holds set

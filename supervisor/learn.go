@@ -336,7 +336,11 @@ func (s *Supervisor) learnSet(rt *runtimeFiles, key string, wheels []bridge.Payl
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.WithDefaults().StartTimeout)
 	defer cancel()
 	with, err := s.runtimeWith(ctx, rt, key, set, func(step string) { s.log.Debug(step) })
-	if err != nil {
+	switch {
+	case err != nil && s.ctx.Err() != nil:
+		s.log.Debug("the snapshot of a package set was stopped: the server is closing", zap.String("set", key))
+		return
+	case err != nil:
 		s.log.Warn("cannot make the snapshot of a package set that calls repeat", zap.Error(err))
 		return
 	}

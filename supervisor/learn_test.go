@@ -1,9 +1,17 @@
 package supervisor
 
 import (
+	"context"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 )
@@ -91,5 +99,31 @@ func TestLearnInferredRemembersTheFirstRound(t *testing.T) {
 	gs := s.learn.guesses.Values()
 	if len(gs) != 1 || gs[0].key != key || !slices.Equal(gs[0].tops, []string{"requests"}) {
 		t.Errorf("guesses = %+v, want one for %s with tops [requests]", gs, key)
+	}
+}
+
+// TestLearnSetClosing: a snapshot of a learned set that the server's close
+// stops (its client left, as clients do) is not a failure to report.
+func TestLearnSetClosing(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	root := t.TempDir()
+	s := New(Config{CacheDir: root}, zap.New(core))
+	b, err := bridge.Listen(zap.NewNop(), 1<<20, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s.bridge = b
+	s.launch = func(*exec.Cmd) (process, error) {
+		s.cancel() // the server closes while the snapshot is being made
+		return nil, context.Canceled
+	}
+	lib := filepath.Join(root, "packages", "wheels", "sha256", strings.Repeat("a", 64), "libfoo.so")
+	write(t, lib, "")
+	rt := &runtimeFiles{key: "rt", root: root, noDenoDir: layout{root}.noDenoDir()}
+	s.learn.making = true
+	s.learnSet(rt, "0123456789abcdef", []bridge.Payload{{File: bridge.File{Name: "libfoo.so"}, Path: lib}})
+	for _, e := range logs.All() {
+		t.Errorf("logged %s %q %v", e.Level, e.Message, e.ContextMap())
 	}
 }

@@ -109,7 +109,12 @@ func (s *Supervisor) buildRuntime(ctx context.Context, progress func(string)) (*
 		pkgs.bytecode = s.newBytecoder(v) // see bytecode.go
 	}
 	pkgs.made = s.runnerModules()
-	files = s.withDeps(ctx, files, pkgs, progress)
+	if files, err = s.withDeps(ctx, files, pkgs, progress); err != nil {
+		if s.cfg.Fatal != nil && s.ctx.Err() == nil {
+			s.cfg.Fatal(err)
+		}
+		return nil, err
+	}
 	return &readyRuntime{files: files, pkgs: pkgs}, nil
 }
 
@@ -129,5 +134,5 @@ func (s *Supervisor) rebuildRuntime(ctx context.Context, pkgs *installer, progre
 	if err != nil {
 		return nil, err
 	}
-	return s.withDeps(ctx, files, pkgs, progress), nil
+	return s.withDeps(ctx, files, pkgs, progress)
 }

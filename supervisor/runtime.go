@@ -92,10 +92,10 @@ func (l layout) snapshot(key string) string {
 }
 func (l layout) codeCache(key string) string { return filepath.Join(l.root, "codecache", key) }
 
-// noDenoDir is below a regular file, so no process can create it on any
-// platform. See denodir.go.
-func (l layout) noDenoDir() string { return filepath.Join(l.notADir(), "deno") }
-func (l layout) notADir() string   { return filepath.Join(l.root, "not-a-directory") }
+// noDenoDir is below a regular file, the cache's lock file (lockDir),
+// so no process can create it on any platform, and the cache directory
+// holds no file for it alone. See denodir.go.
+func (l layout) noDenoDir() string { return filepath.Join(l.root, ".lock", "deno") }
 
 // prepare makes the runtime: the worker program, Pyodide (downloaded by
 // deno's npm resolution, the one step with write permission) and the memory
@@ -120,11 +120,6 @@ func (s *Supervisor) prepare(ctx context.Context, progress func(string)) (*runti
 		return nil, err
 	}
 	defer unlock()
-	if _, err := os.Lstat(l.notADir()); errors.Is(err, fs.ErrNotExist) {
-		if err := os.WriteFile(l.notADir(), nil, 0o444); err != nil {
-			return nil, fmt.Errorf("cache directory: %w", err)
-		}
-	}
 
 	denoVersion, err := s.denoVersion(ctx)
 	if err != nil {

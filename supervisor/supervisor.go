@@ -103,6 +103,11 @@ type Config struct {
 	// removes the least recently used, never one that this or another
 	// server uses (see cachelimit.go). 0 means no limit.
 	CacheLimit int64
+
+	// Fatal, if not nil, hears why the runtime's first preparation failed
+	// for good, an error wrapping ErrDeps: no call could run, so a server
+	// should end with it rather than fail every call.
+	Fatal func(error)
 }
 
 // Defaults of the fields of Config that are left zero.
@@ -157,6 +162,9 @@ var (
 	// (deno is gone, the runtime cannot be rebuilt): no worker is warm or
 	// starting and the last start failed. It wraps why.
 	ErrUnavailable = errors.New("no Python worker can start")
+	// ErrDeps marks the runtime's preparation failing because Deps cannot
+	// be installed (see Config.Fatal); the error wraps the reason too.
+	ErrDeps = errors.New("--deps cannot be installed")
 	// ErrCodeTooLarge is what code longer than Config.CodeLimit gets.
 	ErrCodeTooLarge = errors.New("the code is too large")
 )

@@ -7,11 +7,14 @@ package main_test
 //	go test ./cmd/mcp-run-python/ -run Packages -count=1 -v
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -333,7 +336,7 @@ func TestPackagesMirror(t *testing.T) {
 	const sixFromIndex = "<status>success</status>\n<dependencies>[\"six\"]</dependencies>\n<return_value>\n[\n  \"1.17.0\",\n  \"index\"\n]\n</return_value>"
 	c.expectRun(t, sixCode, sixFromIndex)
 	c.expectRun(t, "import idna", installError(`"idna"`,
-		`cannot install "idna==3.11": cannot download idna-3.11-py3-none-any.whl: cannot reach `+host+`idna-3.11-py3-none-any.whl: dial tcp `+strings.TrimPrefix(down.URL, "http://")+`: connect: connection refused (--pyodide-index-url fetches Pyodide's packages from a mirror or a local directory instead)`))
+		`cannot install "idna==3.11": cannot download idna-3.11-py3-none-any.whl: cannot reach `+host+`idna-3.11-py3-none-any.whl: dial tcp `+strings.TrimPrefix(down.URL, "http://")+`: connect: connection refused (to install without Pyodide's package host: fill the cache where it can be reached with "mcp-run-python fetch PACKAGE..." and run with --offline, or point --pyodide-index-url at a mirror or a local directory)`))
 	c.expectWorks(t)
 	srv.Close()
 
@@ -477,3 +480,37 @@ def _hoard(cache):
     return cache.put('https://example.com/hoard', Response.new('x' * (1 << 20)))
 caches.open('hoard').then(_hoard).catch(lambda e: None)
 `
+
+// TestPackagesDepsUnavailable: a server whose --deps cannot be installed
+// (the index is down) ends at start, non-zero, saying why and what to do,
+// rather than stay up failing every call, even 1+1. Its stdin stays open,
+// as a client's does.
+func TestPackagesDepsUnavailable(t *testing.T) {
+	s := setup(t)
+	down := httptest.NewServer(http.NotFoundHandler())
+	index := down.URL + "/simple/"
+	down.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.bin, append(s.baseArgs(), "--index-url", index, "--deps", "nosuchdep", "stdio")...)
+	cmd.Env = serverEnv()
+	var errOut syncBuffer
+	cmd.Stderr = &errOut
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	err = cmd.Run()
+	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("server with --deps it cannot install: %v, want exit status 1\n%s", err, errOut.String())
+	}
+	for _, want := range []string{
+		`mcp-run-python: --deps cannot be installed: cannot install "nosuchdep"`,
+		"(--index-url installs from another index or a local directory instead)",
+	} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
+		}
+	}
+}

@@ -18,12 +18,19 @@ package main_test
 import (
 	"bufio"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-run-python/mcp-run-python/js"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
+	pt "github.com/mcp-run-python/mcp-run-python/supervisor/packages/packagestest"
 )
 
 // pypiForm is one invocation of the PyPI release.
@@ -89,6 +96,7 @@ func TestE2EPyPICommandLine(t *testing.T) {
 		{args: []string{"--po=PORT", "--verbose", "streamable-http-stateless"}, serve: "streamable_http_stateless",
 			stderr: []string{debug + `starting	{"mode": "streamable_http_stateless"`, "serving streamable_http_stateless at http://127.0.0.1:PORT/mcp"}},
 	}
+	env := pypiEnv(t, s)
 	for _, f := range forms {
 		name := strings.Join(f.args, " ")
 		if name == "" {
@@ -98,13 +106,44 @@ func TestE2EPyPICommandLine(t *testing.T) {
 			name += " without --tool-schema pypi"
 		}
 		t.Run(name, func(t *testing.T) {
-			runPyPIForm(t, s, f)
+			runPyPIForm(t, s, f, env)
 		})
 	}
 }
 
-// runPyPIForm runs one form and checks what it did.
-func runPyPIForm(t *testing.T, s *e2eSetup, f pypiForm) {
+// pypiEnv is the environment of the forms: it only says where deno and the
+// cache are, and where --deps come from without a download (the argv is the
+// release's): an index in a local directory holding six and attrs at the
+// versions Pyodide ships, which stand in for Pyodide's builds with its
+// package host unreachable. A server whose --deps cannot be installed
+// ends at start.
+func pypiEnv(t *testing.T, s *e2eSetup) []string {
+	t.Helper()
+	version, err := js.PyodideVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock, err := packages.ReadLock(filepath.Join(s.cacheDir, "pyodide", version, "node_modules", "pyodide", packages.LockFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &pt.Repo{}
+	for _, name := range []string{"six", "attrs"} {
+		p, ok := lock.Package(name)
+		if !ok {
+			t.Fatalf("Pyodide ships no %s", name)
+		}
+		r.Add(pt.Wheel{Name: name, Version: p.Version, Requires: p.Depends})
+	}
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	return append(serverEnv(), "MCP_RUN_PYTHON_DENO="+s.deno, "MCP_RUN_PYTHON_CACHE_DIR="+s.cacheDir,
+		"MCP_RUN_PYTHON_INDEX_URL="+r.Location(t, pt.Variant{JSON: true, Dir: true}),
+		"MCP_RUN_PYTHON_PYODIDE_INDEX_URL="+down.URL+"/", "MCP_RUN_PYTHON_WORKERS=1")
+}
+
+// runPyPIForm runs one form, in env, and checks what it did.
+func runPyPIForm(t *testing.T, s *e2eSetup, f pypiForm, env []string) {
 	t.Helper()
 	port := strconv.Itoa(freePort(t))
 	args := slices.Clone(f.args)
@@ -115,10 +154,7 @@ func runPyPIForm(t *testing.T, s *e2eSetup, f pypiForm) {
 		args = append([]string{"--tool-schema", "pypi"}, args...)
 	}
 	cmd := exec.Command(s.bin, args...)
-	// The environment only says where deno and the cache are, and keeps
-	// --deps from downloading: the argv is the release's.
-	cmd.Env = append(serverEnv(), "MCP_RUN_PYTHON_DENO="+s.deno, "MCP_RUN_PYTHON_CACHE_DIR="+s.cacheDir,
-		"MCP_RUN_PYTHON_OFFLINE=true", "MCP_RUN_PYTHON_WORKERS=1")
+	cmd.Env = env
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	ownProcessGroup(cmd)

@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -186,6 +187,13 @@ func run(ctx context.Context, args []string, std streams, env config.Environment
 		metrics = transport.NewMetricsRegistry()
 		w.supervisor.Metrics = metrics
 	}
+	// --deps that cannot be installed end a server at once, saying why,
+	// rather than leave it up failing every call.
+	ctx, fatal := context.WithCancelCause(ctx)
+	defer fatal(nil)
+	if serves(cfg.Mode) {
+		w.supervisor.Fatal = fatal
+	}
 	var tools *codeTools
 	if cfg.Tools.File != "" && serves(cfg.Mode) {
 		if tools, err = openCodeTools(ctx, cfg.Tools, log); err != nil {
@@ -259,6 +267,9 @@ func run(ctx context.Context, args []string, std streams, env config.Environment
 	err = serve(ctx, cfg, o, p, std)
 	if !start.wait(engineCloseTimeout) {
 		log.Warn("engine start did not return")
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, supervisor.ErrDeps) {
+		err = cause
 	}
 	if err != nil {
 		fmt.Fprintf(std.err, "mcp-run-python: %v\n", err)

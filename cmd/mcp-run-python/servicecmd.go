@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/config"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/service"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/mount"
 )
 
 // serviceCommand is the word before the service actions on the command line.
@@ -36,11 +37,14 @@ type serviceHost struct {
 	goos       string
 	executable func() (string, error)
 	env        config.Environment
+	// tmpDirs are what systemd's PrivateTmp=yes gives the unit empty ones
+	// of its own for: a file there is not the service's.
+	tmpDirs []string
 }
 
 // osServiceHost is the system the program runs on.
 func osServiceHost(env config.Environment) serviceHost {
-	return serviceHost{goos: runtime.GOOS, executable: os.Executable, env: env}
+	return serviceHost{goos: runtime.GOOS, executable: os.Executable, env: env, tmpDirs: []string{"/tmp", "/var/tmp"}}
 }
 
 // runService runs `mcp-run-python service ARGS` and returns the exit status.
@@ -163,9 +167,12 @@ func installSpec(spec service.Spec, serverArgs []string, host serviceHost) (serv
 	if err != nil {
 		return spec, fmt.Errorf("find mcp-run-python itself: %w", err)
 	}
-	if err := runnableByService(exe, spec); err != nil {
+	if err := hiddenFromService(exe, spec, host); err != nil {
 		return spec, fmt.Errorf("mcp-run-python %w: install it where every user can run it "+
 			"(sudo install -m 755 %s /usr/local/bin/) and run that one", err, exe)
+	}
+	if serverArgs, err = servicePaths(serverArgs, spec, host); err != nil {
+		return spec, err
 	}
 	if spec.Home, err = env.UserHomeDir(); err != nil && spec.User {
 		return spec, fmt.Errorf("find your home directory: %w", err)
@@ -189,6 +196,9 @@ func installSpec(spec service.Spec, serverArgs []string, host serviceHost) (serv
 			return spec, &config.UsageError{Err: fmt.Errorf("--cache-dir %s: a service needs an absolute path", cfg.Supervisor.CacheDir)}
 		}
 		spec.CacheDir = filepath.Clean(cfg.Supervisor.CacheDir)
+		if err := hiddenFromService(spec.CacheDir, spec, host); err != nil {
+			return spec, &config.UsageError{Err: fmt.Errorf("--cache-dir %w", err)}
+		}
 	}
 	spec.WarmupArgs = slices.Concat([]string{string(config.ModeWarmup), "--deno", deno}, flagTokens(serverArgs, "cache-dir"))
 	// What the service will run must parse as what was checked above.
@@ -219,7 +229,7 @@ func serviceDeno(deno string, spec service.Spec, host serviceHost) (string, erro
 	case host.goos != "windows" && info.Mode().Perm()&0o111 == 0:
 		return "", fmt.Errorf("deno %s is not executable", abs)
 	}
-	if err := runnableByService(abs, spec); err != nil {
+	if err := hiddenFromService(abs, spec, host); err != nil {
 		real, evalErr := filepath.EvalSymlinks(abs)
 		if evalErr != nil {
 			real = abs
@@ -230,34 +240,131 @@ func serviceDeno(deno string, spec service.Spec, host serviceHost) (string, erro
 	return abs, nil
 }
 
-// runnableByService checks that the user of spec's service can run the
-// file at path. The system unit's dynamic user sees no home directory
-// (ProtectHome=yes), and could not read another user's anyway.
-func runnableByService(path string, spec service.Spec) error {
-	if spec.Manager != service.Systemd || spec.User {
+// hiddenFromService reports why the service of spec would not see the
+// file at path, or nil. systemd's units (PrivateTmp=yes) get a /tmp and a
+// /var/tmp of their own, and the system unit's dynamic user sees no home
+// directory (ProtectHome=yes), nor could read another user's.
+func hiddenFromService(path string, spec service.Spec, host serviceHost) error {
+	if spec.Manager != service.Systemd {
 		return nil
 	}
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	paths := []string{path}
+	if real, err := filepath.EvalSymlinks(path); err == nil && real != path {
+		paths = append(paths, real)
 	}
-	for _, p := range []string{path, real} {
-		if underHome(p) {
+	for _, p := range paths {
+		for _, tmp := range host.tmpDirs {
+			if within(p, tmp) {
+				return fmt.Errorf("%s is in %s, which the unit's PrivateTmp=yes replaces with an empty one of its own", p, tmp)
+			}
+		}
+		if !spec.User && underHome(p) {
 			return fmt.Errorf("%s is in a home directory, which the service's user cannot read", p)
 		}
 	}
 	return nil
 }
 
+// pathFlag returns how to make the host paths in a value of flag --name
+// absolute, for the flags of a service's command line that name files or
+// folders on this host; nil for the others.
+func pathFlag(name string) func(value string, abs func(string) (string, error)) (string, error) {
+	switch name {
+	case "auth-token-file", "tls-cert", "tls-key", "tools-config":
+		return absFile
+	case "index-url", "pyodide-index-url":
+		return absLocation
+	case "mount":
+		return absMounts
+	}
+	return nil
+}
+
+// absFile is a file flag's value made absolute.
+func absFile(v string, abs func(string) (string, error)) (string, error) {
+	if v == "" {
+		return v, nil
+	}
+	return abs(v)
+}
+
+// absLocation is an index's location with a local directory made
+// absolute; URLs stay as they are.
+func absLocation(v string, abs func(string) (string, error)) (string, error) {
+	if v == "" || strings.Contains(v, "://") {
+		return v, nil
+	}
+	return abs(v)
+}
+
+// absMounts is a --mount value, one a line, with each HOST made absolute.
+func absMounts(v string, abs func(string) (string, error)) (string, error) {
+	var lines []string
+	for _, line := range config.SplitLines(v) {
+		m, err := mount.Parse(line)
+		if err != nil {
+			return "", err
+		}
+		if m.Host, err = abs(m.Host); err != nil {
+			return "", err
+		}
+		mode := "ro"
+		if m.Writable {
+			mode = "rw"
+		}
+		lines = append(lines, m.Host+":"+m.Sandbox+":"+mode)
+	}
+	return strings.Join(lines, "\n"), nil
+}
+
+// servicePaths returns args with every path of a pathFlag absolute, as the
+// service, whose working directory is not the shell's, must have them;
+// a path the service would not see (hiddenFromService) is refused.
+func servicePaths(args []string, spec service.Spec, host serviceHost) ([]string, error) {
+	out := slices.Clone(args)
+	for i := 0; i < len(out); i++ {
+		flag, isFlag := strings.CutPrefix(out[i], "--")
+		name, value, inline := strings.Cut(flag, "=")
+		change := pathFlag(name)
+		if !isFlag || change == nil {
+			continue
+		}
+		at := i
+		if !inline {
+			if at = i + 1; at >= len(out) {
+				break
+			}
+			value, i = out[at], at
+		}
+		abs := func(p string) (string, error) {
+			a, err := filepath.Abs(p)
+			if err != nil {
+				return "", fmt.Errorf("--%s %s: %w", name, p, err)
+			}
+			if err := hiddenFromService(a, spec, host); err != nil {
+				return "", &config.UsageError{Err: fmt.Errorf("--%s %w", name, err)}
+			}
+			return a, nil
+		}
+		changed, err := change(value, abs)
+		if err != nil {
+			return nil, err
+		}
+		if inline {
+			changed = "--" + name + "=" + changed
+		}
+		out[at] = changed
+	}
+	return out, nil
+}
+
 // underHome reports whether path is in what systemd's ProtectHome hides.
 func underHome(path string) bool {
-	for _, dir := range []string{"/home", "/root", "/run/user"} {
-		if path == dir || strings.HasPrefix(path, dir+"/") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc([]string{"/home", "/root", "/run/user"}, func(dir string) bool { return within(path, dir) })
 }
+
+// within reports whether path is dir or below it.
+func within(path, dir string) bool { return path == dir || strings.HasPrefix(path, dir+"/") }
 
 // dropFlag returns args without the flag --name and its value.
 func dropFlag(args []string, name string) []string {

@@ -15,8 +15,9 @@ import (
 )
 
 // serviceTestHost is a Linux host whose deno and mcp-run-python are
-// executable files in a temporary directory, deno found on PATH, and whose
-// home is another one.
+// executable files in a temporary directory, deno found on PATH, whose home
+// is another one, and whose /tmp (for PrivateTmp=yes) is a third, holding
+// a deno and an mcp-run-python too.
 func serviceTestHost(t *testing.T, vars map[string]string) (host serviceHost, deno, home string) {
 	t.Helper()
 	if runtime.GOOS == "windows" {
@@ -31,7 +32,11 @@ func serviceTestHost(t *testing.T, vars map[string]string) (host serviceHost, de
 		t.Fatal(err)
 	}
 	exe := filepath.Join(dir, "bin", "mcp-run-python")
-	for _, f := range []string{deno, exe} {
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{deno, exe, filepath.Join(tmp, "deno"), filepath.Join(tmp, "mcp-run-python")} {
 		if err := os.WriteFile(f, []byte("#!/bin/sh\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +50,7 @@ func serviceTestHost(t *testing.T, vars map[string]string) (host serviceHost, de
 		UserCacheDir: func() (string, error) { return filepath.Join(home, ".cache"), nil },
 		UserHomeDir:  func() (string, error) { return home, nil },
 	}
-	host = serviceHost{goos: "linux", executable: func() (string, error) { return exe, nil }, env: env}
+	host = serviceHost{goos: "linux", executable: func() (string, error) { return exe, nil }, env: env, tmpDirs: []string{tmp}}
 	return host, deno, home
 }
 
@@ -82,6 +87,20 @@ func TestServiceInstallPrint(t *testing.T) {
 			},
 		},
 		{
+			name: "relative paths made absolute: the service's working directory is not the shell's",
+			args: []string{"install", "--print", "--user", "streamable_http", "--auth-token-file", "tokens.txt", "--mount", "./data:/data",
+				"--mount=data:/rw:rw", "--index-url", "simple", "--pyodide-index-url=https://mirror.example/pyodide/", "--tls-cert=c.pem", "--tls-key", "k.pem"},
+			wantSpec: func(deno, home string) service.Spec {
+				cwd, _ := os.Getwd()
+				in := func(name string) string { return filepath.Join(cwd, name) }
+				return service.Spec{Manager: service.Systemd, User: true, Executable: filepath.Join(filepath.Dir(deno), "mcp-run-python"),
+					Args: []string{"streamable_http", "--auth-token-file", in("tokens.txt"), "--mount", in("data") + ":/data:ro",
+						"--mount=" + in("data") + ":/rw:rw", "--index-url", in("simple"), "--pyodide-index-url=https://mirror.example/pyodide/",
+						"--tls-cert=" + in("c.pem"), "--tls-key", in("k.pem"), "--deno", deno},
+					WarmupArgs: []string{"warmup", "--deno", deno}, Home: home}
+			},
+		},
+		{
 			name: "--deno replaced by its absolute path",
 			args: []string{"install", "--print", "--deno", "DENO", "streamable_http_stateless"},
 			wantSpec: func(deno, home string) service.Spec {
@@ -89,6 +108,12 @@ func TestServiceInstallPrint(t *testing.T) {
 					Args: []string{"streamable_http_stateless", "--deno", deno}, WarmupArgs: []string{"warmup", "--deno", deno}, Home: home}
 			},
 		},
+	}
+	// The working directory of the shell that installs, with a folder to
+	// mount.
+	t.Chdir(t.TempDir())
+	if err := os.Mkdir("data", 0o755); err != nil {
+		t.Fatal(err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -145,6 +170,14 @@ func TestServiceRefuses(t *testing.T) {
 		{"no deno", []string{"install", "--print", "sse", "--deno", "deno"}, exitFailure, "deno not found"},
 		{"a missing deno", []string{"install", "--print", "sse", "--deno", "/nonexistent/deno"}, exitFailure, "no such file"},
 		{"a deno that cannot run", []string{"install", "--print", "sse", "--deno", "NOEXEC"}, exitFailure, "not executable"},
+		{"a deno in /tmp", []string{"install", "--print", "--user", "sse", "--deno", "TMP/deno"}, exitFailure,
+			"deno TMP/deno is in TMP, which the unit's PrivateTmp=yes replaces with an empty one of its own"},
+		{"a token file in /tmp", []string{"install", "--print", "sse", "--auth-token-file=TMP/tokens.txt"}, exitUsage,
+			"--auth-token-file TMP/tokens.txt is in TMP, which the unit's PrivateTmp=yes"},
+		{"a cache in /tmp", []string{"install", "--print", "--user", "sse", "--cache-dir", "TMP/cache"}, exitUsage,
+			"--cache-dir TMP/cache is in TMP, which the unit's PrivateTmp=yes"},
+		{"a certificate in a home directory for the system unit", []string{"install", "--print", "sse", "--tls-cert", "/home/ann/c.pem", "--tls-key", "/etc/k.pem"},
+			exitUsage, "--tls-cert /home/ann/c.pem is in a home directory, which the service's user cannot read"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -153,14 +186,15 @@ func TestServiceRefuses(t *testing.T) {
 			if err := os.WriteFile(noexec, nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
+			tmp := host.tmpDirs[0]
 			args := slices.Clone(tt.args)
 			for i, a := range args {
-				args[i] = strings.ReplaceAll(a, "NOEXEC", noexec)
+				args[i] = strings.ReplaceAll(strings.ReplaceAll(a, "NOEXEC", noexec), "TMP", tmp)
 			}
 			var stdout, stderr bytes.Buffer
 			code := runService(args, streams{out: &stdout, err: &stderr}, host)
-			if code != tt.wantCode || !strings.Contains(stderr.String(), tt.want) {
-				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr.String(), tt.wantCode, tt.want)
+			if want := strings.ReplaceAll(tt.want, "TMP", tmp); code != tt.wantCode || !strings.Contains(stderr.String(), want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr.String(), tt.wantCode, want)
 			}
 			if stdout.Len() > 0 {
 				t.Errorf("stdout %q, want nothing", stdout.String())
@@ -215,5 +249,19 @@ func TestRunService(t *testing.T) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want %d, %q, %q", got.code, got.stdout, got.stderr, tt.code, tt.stdout, tt.stderr)
 			}
 		})
+	}
+}
+
+// TestServiceExecutableInTmp: the service cannot run an mcp-run-python in
+// /tmp, which its PrivateTmp=yes replaces; install says so and what to do.
+func TestServiceExecutableInTmp(t *testing.T) {
+	host, _, _ := serviceTestHost(t, map[string]string{})
+	exe := filepath.Join(host.tmpDirs[0], "mcp-run-python")
+	host.executable = func() (string, error) { return exe, nil }
+	var stdout, stderr bytes.Buffer
+	code := runService([]string{"install", "--print", "--user", "sse"}, streams{out: &stdout, err: &stderr}, host)
+	want := "mcp-run-python " + exe + " is in " + host.tmpDirs[0] + ", which the unit's PrivateTmp=yes replaces with an empty one of its own: install it where every user can run it"
+	if code != exitFailure || !strings.Contains(stderr.String(), want) {
+		t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr.String(), exitFailure, want)
 	}
 }

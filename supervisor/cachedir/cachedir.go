@@ -19,7 +19,7 @@
 // missing (one is made without the other) and the pair is still one entry.
 // Nothing else is an entry, and nothing else is ever removed: deno's own
 // download cache (deno/), the files calls returned (files/, which keep to
-// their own limit), the lock .lock, not-a-directory, temporary files. Only
+// their own limit), the lock .lock, not-a-directory (of older versions), temporary files. Only
 // names of the forms above are entries, so that a file of some other kind is
 // never taken for one.
 //

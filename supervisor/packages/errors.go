@@ -80,7 +80,8 @@ type Error struct {
 }
 
 // Error formats the message described on [Error]. An unreachable source
-// ends with the flag that points elsewhere.
+// ends with what to do instead: for Pyodide's host, the fetch command and
+// --offline that the README recommends, or the flag that points elsewhere.
 func (e *Error) Error() string {
 	msg := fmt.Sprintf("cannot install %q: %s", e.Requirement, e.Reason)
 	if e.Err != nil {
@@ -89,7 +90,7 @@ func (e *Error) Error() string {
 	if e.Kind == KindUnreachable {
 		switch e.Source {
 		case OriginLock:
-			msg += " (--pyodide-index-url fetches Pyodide's packages from a mirror or a local directory instead)"
+			msg += ` (to install without Pyodide's package host: fill the cache where it can be reached with "mcp-run-python fetch PACKAGE..." and run with --offline, or point --pyodide-index-url at a mirror or a local directory)`
 		case OriginIndex:
 			msg += " (--index-url installs from another index or a local directory instead)"
 		}

@@ -209,3 +209,58 @@ func TestParseLocation(t *testing.T) {
 		}
 	}
 }
+
+// TestPageFilesBound: a project page listing more than maxPageFiles files
+// is refused rather than held: 64 MiB of minimal links made 4.5 million
+// entries, 897 MiB kept. Tags other than links take nothing.
+func TestPageFilesBound(t *testing.T) {
+	page, _ := url.Parse("https://index.test/simple/a/")
+	html := func(n int) []byte {
+		return []byte("<p><b>" + strings.Repeat("<i x=1>", maxPageFiles) + strings.Repeat("<a href=x>b</a>", n))
+	}
+	jsonPage := func(n int) []byte {
+		return []byte(`{"meta":{"api-version":"1.0"},"name":"a","files":[` +
+			strings.TrimSuffix(strings.Repeat(`{"filename":"b","url":"x"},`, n), ",") + `]}`)
+	}
+	for _, tt := range []struct {
+		name  string
+		parse func(string, *url.URL, []byte, bool) (*Project, error)
+		page  func(int) []byte
+	}{{"html", parseHTMLPage, html}, {"json", parseJSONPage, jsonPage}} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := tt.parse("a", page, tt.page(maxPageFiles), true)
+			if err != nil || len(p.Files) != maxPageFiles {
+				t.Fatalf("a page at the limit: %v", err)
+			}
+			if _, err := tt.parse("a", page, tt.page(maxPageFiles+1), true); !errors.Is(err, errTooManyFiles) {
+				t.Errorf("a page past the limit: %v, want %v", err, errTooManyFiles)
+			}
+		})
+	}
+}
+
+// TestPlainFilename: the file names an index lists that are used as cache
+// file names and printed: none that leaves its directory, and none with a
+// control character, which fetch would print to a terminal.
+func TestPlainFilename(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		ok   bool
+	}{
+		{"six-1.17.0-py2.py3-none-any.whl", true},
+		{"", false},
+		{"..", false},
+		{"../six-1.17.0-py3-none-any.whl", false},
+		{`..\six-1.17.0-py3-none-any.whl`, false},
+		{"six\x00.whl", false},
+		{"six-1.0-py3-none-any.whl\x1b]0;owned\x07", false},
+		{"six-1.0-py3-none-any.whl\r\x1b[2K", false},
+		{"six-1.0\u0085-py3-none-any.whl", false},
+		{strings.Repeat("s", 251) + ".whl", true},
+		{strings.Repeat("s", 252) + ".whl", false},
+	} {
+		if got := plainFilename(tt.name); got != tt.ok {
+			t.Errorf("plainFilename(%q) = %v, want %v", tt.name, got, tt.ok)
+		}
+	}
+}

@@ -578,7 +578,9 @@ func (s *resolution) project(ctx context.Context, name string, w work) (*Project
 		}
 	} else {
 		p, err = ix.Project(ctx, name)
-		if err == nil && ix.remote() && s.r.cache != nil {
+		// A local directory's pages are kept too: offline, the server
+		// may run without that --index-url, as with an HTTP one.
+		if err == nil && s.r.cache != nil {
 			if serr := s.r.cache.saveProject(ix.String(), p); serr != nil {
 				s.say("warning: could not keep the index page of %s: %v", name, serr)
 			}
@@ -654,7 +656,7 @@ func (s *resolution) candidates(name string, proj *Project) []*candidate {
 		case !sha256RE.MatchString(f.SHA256):
 			reject("the index gives no sha256 for it")
 			continue
-		case s.r.offline() && isRemote(f.URL) && !s.r.cache.Has(PlanFile{Filename: f.Filename, SHA256: f.SHA256}):
+		case s.r.offline() && !s.r.cache.Has(PlanFile{Filename: f.Filename, SHA256: f.SHA256}):
 			// Offline, the cache is the whole index: the versions it holds
 			// are the ones there are.
 			reject(whyOffline)

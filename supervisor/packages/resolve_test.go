@@ -491,8 +491,8 @@ func TestResolveWithoutPyodideHost(t *testing.T) {
 	plan := checkResolve(t, r, []string{"six"}, []string{"six==1.17.0"}, 0, "")
 	_, err = cache.Fetch(testContext(t), plan)
 	e := wantKind(t, err, KindUnreachable)
-	if !PyodideHostUnreachable(err) || !strings.HasSuffix(e.Error(), "(--pyodide-index-url fetches Pyodide's packages from a mirror or a local directory instead)") {
-		t.Fatalf("error %q: not the host's, or it does not name the flag", e.Error())
+	if !PyodideHostUnreachable(err) || !strings.HasSuffix(e.Error(), "(to install without Pyodide's package host: fill the cache where it can be reached with \"mcp-run-python fetch PACKAGE...\" and run with --offline, or point --pyodide-index-url at a mirror or a local directory)") {
+		t.Fatalf("error %q: not the host's, or it does not say what to do", e.Error())
 	}
 
 	mirror := r.WithoutPyodideHost()
@@ -553,8 +553,8 @@ func origins(plan Plan) string {
 
 // TestOfflineAfterMirror: offline, resolution takes what the cache holds,
 // the index's builds that stood in for Pyodide's host among them, from the
-// pages kept for the index used online even when another index (or none)
-// is configured now.
+// pages kept for the index used online, an HTTP one or a local directory,
+// even when another index (or none) is configured now.
 func TestOfflineAfterMirror(t *testing.T) {
 	repo := &pt.Repo{}
 	repo.Add(pt.Wheel{Name: "six", Version: "1.16.0", Source: "MIRROR = True\n"})
@@ -563,36 +563,55 @@ func TestOfflineAfterMirror(t *testing.T) {
 	tl := makeLock(t)
 	tl.addLockWheel(t, wheel("six", "1.17.0", ""))
 	tl.addLockWheel(t, wheel("sixuser", "1.0", "", "six"), "six")
-	srv, _ := repo.Serve(t, pt.Variant{JSON: true, Metadata: true}, 0)
 	down := httptest.NewServer(http.NotFoundHandler())
 	host := down.URL + "/pyodide/"
 	down.Close()
-	dir := t.TempDir()
-	online, err := NewCache(dir, CacheOptions{})
-	if err != nil {
-		t.Fatal(err)
+	for _, v := range []pt.Variant{{JSON: true, Metadata: true}, {JSON: true, Dir: true}} {
+		t.Run(v.String(), func(t *testing.T) {
+			offlineIndexes := []string{"https://pypi.invalid/simple/"}
+			var srv *httptest.Server
+			index := repo.Location(t, v)
+			if !v.Dir {
+				srv, _ = repo.Serve(t, v, 0)
+				index = srv.URL + "/simple/"
+				offlineIndexes = append(offlineIndexes, index)
+			}
+			dir := t.TempDir()
+			online, err := NewCache(dir, CacheOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := NewResolver(Config{Lock: tl.parsed(t), PyodideURL: host, IndexURL: index, Cache: online})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, reqs := range [][]string{{"six"}, {"alpha==1.0"}} {
+				plan, err := r.WithoutPyodideHost().Resolve(testContext(t), reqs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := online.Fetch(testContext(t), plan); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if srv != nil {
+				srv.Close() // from here on nothing may reach the index
+			}
+			checkOffline(t, dir, tl.parsed(t), host, offlineIndexes)
+		})
 	}
-	r, err := NewResolver(Config{Lock: tl.parsed(t), PyodideURL: host, IndexURL: srv.URL + "/simple/", Cache: online})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, reqs := range [][]string{{"six"}, {"alpha==1.0"}} {
-		plan, err := r.WithoutPyodideHost().Resolve(testContext(t), reqs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := online.Fetch(testContext(t), plan); err != nil {
-			t.Fatal(err)
-		}
-	}
-	srv.Close() // from here on nothing may reach the index
+}
 
+// checkOffline checks what resolution offline takes from the cache dir
+// that TestOfflineAfterMirror filled, with each of indexes configured.
+func checkOffline(t *testing.T, dir string, lock *Lock, host string, indexes []string) {
+	t.Helper()
 	offline, err := NewCache(dir, CacheOptions{Offline: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, index := range []string{srv.URL + "/simple/", "https://pypi.invalid/simple/"} {
-		r, err := NewResolver(Config{Lock: tl.parsed(t), PyodideURL: host, IndexURL: index, Cache: offline})
+	for _, index := range indexes {
+		r, err := NewResolver(Config{Lock: lock, PyodideURL: host, IndexURL: index, Cache: offline})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,11 +1,15 @@
 package packages
 
 import (
-	pt "github.com/mcp-run-python/mcp-run-python/supervisor/packages/packagestest"
-
+	"archive/zip"
 	"bytes"
+	"fmt"
+	"io"
 	"reflect"
+	"strings"
 	"testing"
+
+	pt "github.com/mcp-run-python/mcp-run-python/supervisor/packages/packagestest"
 )
 
 func TestWheelTags(t *testing.T) {
@@ -88,5 +92,45 @@ func TestWheelMetadata(t *testing.T) {
 	}
 	if _, err := wheelMetadata(bytes.NewReader([]byte("not a zip")), 9, "x"); err == nil {
 		t.Error("a non-zip gave metadata")
+	}
+}
+
+// TestMetadataHostile: core metadata from a hostile index (PEP 658, or a
+// wheel's METADATA) is refused, or read in one linear pass, never hung on.
+func TestMetadataHostile(t *testing.T) {
+	head := "Metadata-Version: 2.1\nName: a\nVersion: 1.0\n"
+	tests := []struct {
+		name    string
+		data    string
+		inWheel bool
+		want    string // the error, "" for none
+	}{
+		// Joined one by one, these took hours: 83 s for 768 KiB of them.
+		{name: "4 MiB of continuation lines", data: head + "Requires-Dist: b" + strings.Repeat("\n x", 4<<20/3) + "\n"},
+		{name: "a long description's continuation lines", data: head + "Description: d" + strings.Repeat("\n        line", 1<<18) + "\n"},
+		{name: "too many requirements", data: head + strings.Repeat("Requires-Dist: b\n", maxMetadataEntries+1),
+			want: "core metadata with more than 10000 Requires-Dist and Provides-Extra entries"},
+		{name: "a METADATA past the limit", data: head + strings.Repeat("Summary: x\n", maxMetadataSize/11), inWheel: true,
+			want: "wheel METADATA is larger than 16777216 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			if tt.inWheel {
+				var b bytes.Buffer
+				zw := zip.NewWriter(&b)
+				w, _ := zw.Create("a-1.0.dist-info/METADATA")
+				_, _ = io.WriteString(w, tt.data)
+				if err := zw.Close(); err != nil {
+					t.Fatal(err)
+				}
+				_, err = wheelMetadata(bytes.NewReader(b.Bytes()), int64(b.Len()), "a")
+			} else {
+				_, err = parseMetadata([]byte(tt.data))
+			}
+			if got := fmt.Sprint(err); (tt.want == "" && err != nil) || (tt.want != "" && got != tt.want) {
+				t.Errorf("error %v, want %q", err, tt.want)
+			}
+		})
 	}
 }
