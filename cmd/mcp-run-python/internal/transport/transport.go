@@ -72,15 +72,16 @@ func stdioToolWorkers(workers int) int {
 	return min(max(4*workers, 32), maxStdioWorkers)
 }
 
-// ServeStdio serves MCP on in and out until in ends or ctx is done. When ctx
-// is done it shuts down gracefully: new calls are refused while stdin is
-// still read (so that notifications/cancelled reach the running calls),
-// running calls get o.Calls's timeout to finish and their results are
-// written, and those that outlast it are cancelled.
+// ServeStdio serves MCP on in and out, written as upstream writes it (see
+// literalWriter), until in ends or ctx is done. When ctx is done it shuts
+// down gracefully: new calls are refused while stdin is still read (so that
+// notifications/cancelled reach the running calls), running calls get
+// o.Calls's timeout to finish and their results are written, and those that
+// outlast it are cancelled.
 func ServeStdio(ctx context.Context, o Options, workers int, in io.Reader, out io.Writer) error {
 	in, closeIn := pollableStdin(in)
 	mcpServer := mcpserver.New(o.Options, true, &server.Hooks{})
-	w := &syncWriter{w: out}
+	w := &syncWriter{w: &literalWriter{w: out}}
 	if limit := o.frontEndLimits().RequestLimit; limit > 0 {
 		// Lines over the limit get an error response, through w so that it
 		// does not interleave with mcp-go's, and the server reads on.
@@ -737,7 +738,8 @@ func unaddressableCancel(stateless bool, header http.Header, msg message) bool {
 // reach their clients, and then the long-lived streams are closed.
 //
 // Every request passes fe's guard (Host, Origin, request limit, read
-// timeout), and the connections are capped (see connLimiter).
+// timeout), the connections are capped (see connLimiter), and the JSON
+// goes out as upstream writes it (see literalJSON).
 func ServeHTTP(ctx context.Context, ln net.Listener, fe *HTTPFrontEnd, log *zap.Logger) error {
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
@@ -746,7 +748,9 @@ func ServeHTTP(ctx context.Context, ln net.Listener, fe *HTTPFrontEnd, log *zap.
 	}
 	conns := newConnLimiter(ln, fe.front)
 	srv := &http.Server{
-		Handler: fe.front.guard(fe.handler),
+		// Every message leaves as upstream writes it (see literalJSON),
+		// the front end's own refusals too.
+		Handler: literalJSON(fe.front.guard(fe.handler)),
 		// No ReadTimeout or WriteTimeout: they would cut the streams.
 		// guard bounds the body's reading instead.
 		ReadHeaderTimeout: fe.front.limits.ReadTimeout,
