@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -113,15 +114,83 @@ func (p *rawStdio) next(t *testing.T, within time.Duration) string {
 }
 
 // until returns the next line the server writes that contains want,
-// within callTimeout.
+// within callTimeout; it fails with the lines it skipped.
 func (p *rawStdio) until(t *testing.T, want string) string {
 	t.Helper()
-	deadline := time.Now().Add(callTimeout)
+	var skipped []string
+	deadline := time.After(callTimeout)
 	for {
-		if line := p.next(t, time.Until(deadline)); strings.Contains(line, want) {
-			return line
+		select {
+		case line, ok := <-p.lines:
+			if !ok {
+				t.Fatalf("stdout ended before a line with %s, after:\n%s\nstderr:\n%s", want, strings.Join(skipped, "\n"), p.stderr)
+			}
+			if strings.Contains(line, want) {
+				return line
+			}
+			skipped = append(skipped, line)
+		case <-deadline:
+			t.Fatalf("no line with %s within %v, after:\n%s\nstderr:\n%s", want, callTimeout, strings.Join(skipped, "\n"), p.stderr)
 		}
 	}
+}
+
+// TestE2EStdioPipedEOF: requests piped into the stdio server, stdin closed
+// right after them, are answered in full before the server exits, as
+// upstream's releases answer `printf '...' | mcp-run-python stdio`; and
+// SIGTERM still stops such a server, its call cut at --shutdown-timeout.
+func TestE2EStdioPipedEOF(t *testing.T) {
+	s := setup(t)
+	t.Run("answered", func(t *testing.T) {
+		input := strings.Join([]string{pipedInitialize, pipedInitialized,
+			pipedCall(t, "import time\ntime.sleep(1)\nprint('slept')\n'done'")}, "\n") + "\n"
+		cmd := exec.Command(s.bin, append(s.baseArgs(), modeStdio)...)
+		cmd.Env = serverEnv()
+		cmd.Stdin = strings.NewReader(input) // closed once written
+		var stdout bytes.Buffer
+		stderr := &syncBuffer{}
+		cmd.Stdout, cmd.Stderr = &stdout, stderr
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waited := make(chan error, 1)
+		go func() { waited <- cmd.Wait() }()
+		select {
+		case err := <-waited:
+			if err != nil {
+				t.Fatalf("stdio server: %v; stderr:\n%s", err, stderr)
+			}
+		case <-time.After(callTimeout):
+			_ = cmd.Process.Kill()
+			t.Fatalf("the stdio server did not exit within %v of the end of its stdin; stderr:\n%s", callTimeout, stderr)
+		}
+		want := `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"<status>success</status>\n<output>\nslept\n</output>\n<return_value>\ndone\n</return_value>"}]}}` + "\n"
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the piped call's answer is not %s; stdout:\n%s\nstderr:\n%s", want, stdout.String(), stderr)
+		}
+		t.Logf("piped call answered and server exited in %v", time.Since(start).Round(time.Millisecond))
+	})
+	t.Run("SIGTERM", func(t *testing.T) {
+		const shutdownTimeout = time.Second
+		p := startRawStdio(t, s, "--workers", "1", "--shutdown-timeout", shutdownTimeout.String())
+		p.send(t, pipedInitialize, pipedInitialized, pipedCall(t, "while True: pass"))
+		_ = p.stdin.Close()
+		busyWorker(t, p.cmd.Process.Pid, nil) // the call runs
+		stopped := time.Now()
+		if err := stopServer(p.cmd.Process); err != nil {
+			t.Fatal(err)
+		}
+		if answer := p.until(t, `"id":2,`); !strings.Contains(answer, "the server is shutting down") {
+			t.Errorf("the call's answer after SIGTERM: %s", answer)
+		}
+		select {
+		case <-p.exited:
+		case <-time.After(stopTimeout):
+			t.Fatalf("the stdio server did not exit within %v of SIGTERM; stderr:\n%s", stopTimeout, p.stderr)
+		}
+		t.Logf("exited %v after SIGTERM (--shutdown-timeout %v)", time.Since(stopped).Round(time.Millisecond), shutdownTimeout)
+	})
 }
 
 // teeTransport copies every response body its client reads into raw.
