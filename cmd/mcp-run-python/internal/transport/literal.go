@@ -109,7 +109,8 @@ func literalJSON(h http.Handler) http.Handler {
 // literalResponse is the ResponseWriter of literalJSON. The Content-Type
 // the handler set when it starts the response decides whether the body is
 // rewritten; a rewritten body loses its Content-Length, which no longer
-// holds.
+// holds, and gets X-Content-Type-Options: nosniff: with <, > and & as they
+// are, no browser may take it for HTML.
 type literalResponse struct {
 	http.ResponseWriter
 	started bool
@@ -125,6 +126,7 @@ func (l *literalResponse) start() {
 	media, _, _ := mime.ParseMediaType(l.Header().Get("Content-Type"))
 	if media == "application/json" || media == "text/event-stream" {
 		l.Header().Del("Content-Length")
+		l.Header().Set("X-Content-Type-Options", "nosniff")
 		l.body = &literalWriter{w: l.ResponseWriter}
 	}
 }

@@ -54,7 +54,8 @@ func TestAppendLiteral(t *testing.T) {
 }
 
 // TestLiteralResponse: JSON and event streams are rewritten, without a
-// Content-Length that no longer holds; anything else passes unchanged.
+// Content-Length that no longer holds and never to be sniffed as HTML;
+// anything else passes unchanged.
 func TestLiteralResponse(t *testing.T) {
 	const body = `{"a":"\u003c\u0026"}`
 	tests := []struct {
@@ -81,8 +82,12 @@ func TestLiteralResponse(t *testing.T) {
 			if got := rec.Body.String(); got != tt.want {
 				t.Errorf("body %s, want %s", got, tt.want)
 			}
-			if length := rec.Header().Get("Content-Length"); (length != "") != (tt.want == body) {
+			rewritten := tt.want != body
+			if length := rec.Header().Get("Content-Length"); (length == "") != rewritten {
 				t.Errorf("Content-Length %q with body %s", length, rec.Body)
+			}
+			if nosniff := rec.Header().Get("X-Content-Type-Options") == "nosniff"; nosniff != rewritten {
+				t.Errorf("X-Content-Type-Options: nosniff %v with body %s", nosniff, rec.Body)
 			}
 			if !rec.Flushed {
 				t.Error("Flush did not reach the ResponseWriter")
