@@ -10,14 +10,12 @@ package main_test
 //	go test ./cmd/mcp-run-python/ -run E2ELimits -count=1 -v
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -164,79 +162,22 @@ func testCtx(t *testing.T) context.Context {
 // lines are served.
 func TestE2ELimitsStdioLine(t *testing.T) {
 	s := setup(t)
-	cmd := exec.Command(s.bin, append(s.baseArgs(), "--workers", "2", "stdio")...)
-	cmd.Env = serverEnv()
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = stdin.Close()
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("stdio server: %v; stderr:\n%s", err, stderr)
-			}
-		case <-time.After(stopTimeout):
-			_ = cmd.Process.Kill()
-			t.Errorf("the stdio server did not stop at the end of stdin")
-		}
-	})
-	lines := make(chan string, 16)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	send := func(line string) {
-		t.Helper()
-		if _, err := io.WriteString(stdin, line+"\n"); err != nil {
-			t.Fatalf("write to the server: %v", err)
-		}
-	}
-	next := func(within time.Duration) string {
-		t.Helper()
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				t.Fatalf("stdout ended; stderr:\n%s", stderr)
-			}
-			return line
-		case <-time.After(within):
-			t.Fatalf("no answer within %v; stderr:\n%s", within, stderr)
-		}
-		return ""
-	}
+	p := startRawStdio(t, s, "--workers", "2")
 	call := func(id int) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"run_python_code","arguments":{"python_code":"1 + 1"}}}`, id)
 	}
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`)
-	next(startTimeout)
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	send(call(2))
-	if got := next(callTimeout); !strings.Contains(got, `"id":2`) || !strings.Contains(got, "success") {
+	p.send(t, pipedInitialize)
+	p.next(t, startTimeout)
+	p.send(t, pipedInitialized, call(2))
+	if got := p.next(t, callTimeout); !strings.Contains(got, `"id":2`) || !strings.Contains(got, "success") {
 		t.Fatalf("1+1 before the long line: %s", got)
 	}
 
-	before := rssOf(t, cmd.Process.Pid)
+	before := rssOf(t, p.cmd.Process.Pid)
 	const size = 20 << 20
 	long := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_python_code","arguments":{"python_code":"` +
 		strings.Repeat("x", size) + `"}}}`
-	go func() { _, _ = io.WriteString(stdin, long+"\n") }()
+	go func() { _, _ = io.WriteString(p.stdin, long+"\n") }()
 	var msg struct {
 		ID    int `json:"id"`
 		Error struct {
@@ -244,19 +185,19 @@ func TestE2ELimitsStdioLine(t *testing.T) {
 			Message string `json:"message"`
 		} `json:"error"`
 	}
-	got := next(startTimeout)
+	got := p.next(t, startTimeout)
 	if json.Unmarshal([]byte(got), &msg) != nil || msg.ID != 7 || msg.Error.Code != -32600 || !strings.Contains(msg.Error.Message, "--request-limit") {
 		t.Fatalf("answer to a %d MB line: %s, want error -32600 for id 7 naming --request-limit", size>>20, got)
 	}
 	start := time.Now()
-	send(call(3))
-	if got := next(callTimeout); !strings.Contains(got, `"id":3`) || !strings.Contains(got, "success") {
+	p.send(t, call(3))
+	if got := p.next(t, callTimeout); !strings.Contains(got, `"id":3`) || !strings.Contains(got, "success") {
 		t.Fatalf("1+1 after the long line: %s", got)
 	}
 	if took := time.Since(start); took > serveWithin {
 		t.Errorf("1+1 after the long line took %v, want at most %v", took, serveWithin)
 	}
-	after := rssOf(t, cmd.Process.Pid)
+	after := rssOf(t, p.cmd.Process.Pid)
 	t.Logf("a %d MB line: %s; server RSS %d MiB before, %d MiB after", size>>20, msg.Error.Message, before>>20, after>>20)
 	if grew := after - before; grew > 40<<20 {
 		t.Errorf("the server's RSS grew by %d MiB for a refused line", grew>>20)

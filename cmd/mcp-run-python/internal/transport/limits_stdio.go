@@ -15,15 +15,23 @@ const idPrefixBytes = 4 << 10
 
 // lineLimitReader passes the lines of a JSON-RPC stream through to mcp-go's
 // stdio server, which reads each whole line into memory, up to limit bytes
-// each (the newline not counted). A longer line is never held whole: what
-// is past the limit is skipped up to the next newline, and the line is
-// reported to onOversize, with its first bytes (for its request ID) and its
-// size, instead of being passed on. Written by hand: mcp-go has no option
-// for it, and bufio.Scanner's limit ends the stream instead of one line.
+// each (the newline not counted; 0 for no limit). A longer line is never
+// held whole: what is past the limit is skipped up to the next newline, and
+// the line is reported to onOversize, with its first bytes (for its request
+// ID) and its size, instead of being passed on. Written by hand: mcp-go has
+// no option for it, and bufio.Scanner's limit ends the stream instead of
+// one line.
+//
+// Each whole line goes to onLine, if set, before it is passed on; mcp-go
+// drops a last line that has no newline. Once the input has ended, atEnd,
+// if set, is called before the end is passed on: mcp-go cancels every
+// request in flight as soon as it reads the end.
 type lineLimitReader struct {
 	r          *bufio.Reader
 	limit      int
 	onOversize func(prefix []byte, size int64)
+	onLine     func(line []byte)
+	atEnd      func()
 
 	line []byte // the line being passed on
 	off  int    // how much of line has been read
@@ -39,6 +47,10 @@ func newLineLimitReader(r io.Reader, limit int, onOversize func(prefix []byte, s
 func (l *lineLimitReader) Read(p []byte) (int, error) {
 	for l.off >= len(l.line) {
 		if l.err != nil {
+			if l.atEnd != nil {
+				l.atEnd()
+				l.atEnd = nil
+			}
 			return 0, l.err
 		}
 		l.next()
@@ -58,7 +70,7 @@ func (l *lineLimitReader) next() {
 	l.line, l.off = l.line[:0], 0
 	for {
 		chunk, err := l.r.ReadSlice('\n')
-		if content := len(l.line) + len(bytes.TrimRight(chunk, "\r\n")); content > l.limit {
+		if content := len(l.line) + len(bytes.TrimRight(chunk, "\r\n")); l.limit > 0 && content > l.limit {
 			l.skip(chunk, err)
 			l.line = l.line[:0]
 			if l.err != nil {
@@ -69,6 +81,9 @@ func (l *lineLimitReader) next() {
 		l.line = appendDoubling(l.line, chunk)
 		switch {
 		case err == nil: // a whole line
+			if l.onLine != nil {
+				l.onLine(l.line)
+			}
 			return
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue

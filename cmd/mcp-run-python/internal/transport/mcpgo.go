@@ -37,7 +37,8 @@ const mcpGoVersion = "v1.2.1"
 //     notifications/tasks/status that mcp-go sends to every session, is
 //     one Write of an event (taskStatusEvent; TestTaskStatusOnlyToOwner).
 //   - mcp-go decodes request IDs and encodes them again in the response, so
-//     that 1.0 comes back as 1 (idKey).
+//     that 1.0 and -0 come back as 1 and 0 (idKey); it answers every request
+//     but one that carries a result (message.requestKey).
 //   - Streamable HTTP: once a request's session is upgraded
 //     (UpgradeToSSEWhenReceiveNotification) while its handler runs, mcp-go
 //     writes the response as one more SSE event on the request's own
@@ -46,7 +47,9 @@ const mcpGoVersion = "v1.2.1"
 //   - stdio: the worker pool of WithWorkerPoolSize is capped at 100
 //     (maxStdioWorkers), and every message is written with a single Write
 //     (syncWriter). Listen cancels every request once its context ends,
-//     and returns once its workers have written their results (ServeStdio).
+//     and returns once its workers have written their results (ServeStdio);
+//     it does the same, dropping the calls still queued, once it reads the
+//     end of its input (lineLimitReader.atEnd; TestStdioAnswersAtEOF).
 //
 // The front end's policies also answer what mcp-go does, though through its
 // API, and say so where they are: the SSE server registers a session with
@@ -77,16 +80,54 @@ func (g mcpGo) responseEvent(event []byte) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	var msg struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(bytes.TrimSpace(data), &msg) != nil || msg.Method != "" || (msg.Result == nil && msg.Error == nil) {
+	return g.responseKey(bytes.TrimSpace(data))
+}
+
+// responseKey returns the key (see idKey) of the JSON-RPC response msg;
+// false for other messages (notifications, requests). It reads msg up to
+// the result or error and no further once it has the ID, which mcp-go
+// writes first: a large result is not read again.
+func (g mcpGo) responseKey(msg []byte) (string, bool) {
+	// The notifications, most of what a call writes, as mcp-go and the
+	// front end write them: decoding costs some 6 µs a line.
+	if bytes.HasPrefix(msg, []byte(`{"jsonrpc":"2.0","method":`)) {
 		return "", false
 	}
-	return g.idKey(msg.ID)
+	dec := json.NewDecoder(bytes.NewReader(msg))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return "", false
+	}
+	var id json.RawMessage
+	answer := false
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		switch key {
+		case "method":
+			return "", false
+		case "id":
+			if dec.Decode(&id) != nil {
+				return "", false
+			}
+		case "result", "error":
+			answer = true
+			if id != nil {
+				return g.idKey(id)
+			}
+			fallthrough
+		default:
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return "", false
+			}
+		}
+		if answer && id != nil {
+			return g.idKey(id)
+		}
+	}
+	return "", false
 }
 
 // idKey returns a key for a JSON-RPC ID that matches however the ID is
@@ -100,6 +141,9 @@ func (mcpGo) idKey(raw json.RawMessage) (string, bool) {
 	case string:
 		return "s:" + id, true
 	case float64:
+		if id == 0 {
+			id = 0 // -0, which mcp-go answers as 0
+		}
 		return "n:" + strconv.FormatFloat(id, 'g', -1, 64), true
 	}
 	return "", false

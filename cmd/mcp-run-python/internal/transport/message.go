@@ -14,6 +14,9 @@ type message struct {
 	ok     bool
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
+	// Result is what a response carries; mcp-go answers no message with a
+	// result that is not null, even one with a method and an ID.
+	Result json.RawMessage `json:"result"`
 	// body is the whole message. The params, the bulk of a tools/call, are
 	// not decoded, nor copied: only a notifications/cancelled, which is
 	// small, has its _meta read (see isCancel).
@@ -28,10 +31,10 @@ func decodeMessage(body []byte) message {
 }
 
 // requestKey returns the key (see mcpGo.idKey) of the message's ID when it
-// is a request; false for anything else (notifications, responses, batches,
-// garbage).
+// is a request, which mcp-go answers; false for anything else
+// (notifications, responses, batches, garbage).
 func (m message) requestKey() (string, bool) {
-	if !m.ok || m.Method == "" {
+	if !m.ok || m.Method == "" || (len(m.Result) > 0 && string(m.Result) != "null") {
 		return "", false
 	}
 	return (mcpGo{}).idKey(m.ID)

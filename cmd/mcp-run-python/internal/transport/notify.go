@@ -20,16 +20,22 @@ import (
 // syncWriter makes each Write to w atomic. The stdio server writes every
 // message with a single Write (fmt.Fprintf or Write of the whole line), so
 // sharing one syncWriter between it and stdioNotifier keeps messages whole.
+// written, if set, sees each message once it is written, or failed to be.
 type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu      sync.Mutex
+	w       io.Writer
+	written func(msg []byte)
 }
 
 // Write implements io.Writer.
 func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.w.Write(p)
+	n, err := s.w.Write(p)
+	if s.written != nil {
+		s.written(p)
+	}
+	return n, err
 }
 
 // stdioNotifier writes notifications straight to stdout. The tool call's

@@ -72,23 +72,42 @@ func stdioToolWorkers(workers int) int {
 	return min(max(4*workers, 32), maxStdioWorkers)
 }
 
-// ServeStdio serves MCP on in and out until in ends or ctx is done. When ctx
-// is done it shuts down gracefully: new calls are refused while stdin is
-// still read (so that notifications/cancelled reach the running calls),
-// running calls get o.Calls's timeout to finish and their results are
-// written, and those that outlast it are cancelled.
+// ServeStdio serves MCP on in and out, written as upstream writes it (see
+// literalWriter), until in ends or ctx is done.
+//
+// When in ends, no more requests come, and those read are answered before
+// ServeStdio returns: calls in flight finish, each within its own time
+// limit, as upstream's did, so that requests can be piped in.
+//
+// When ctx is done it shuts down gracefully: new calls are refused while
+// stdin is still read (so that notifications/cancelled reach the running
+// calls), running calls get o.Calls's timeout to finish and their results
+// are written, and those that outlast it are cancelled.
 func ServeStdio(ctx context.Context, o Options, workers int, in io.Reader, out io.Writer) error {
 	in, closeIn := pollableStdin(in)
 	mcpServer := mcpserver.New(o.Options, true, &server.Hooks{})
-	w := &syncWriter{w: out}
-	if limit := o.frontEndLimits().RequestLimit; limit > 0 {
-		// Lines over the limit get an error response, through w so that it
-		// does not interleave with mcp-go's, and the server reads on.
-		in = newLineLimitReader(in, int(limit), func(prefix []byte, size int64) {
-			o.Log.Warn("a line on stdin over the request limit was skipped",
-				zap.Int64("bytes", size), zap.Int64("limit", limit))
-			_, _ = w.Write(oversizedLineError(prefix, size, int(limit)))
-		})
+	// The requests read and not answered yet.
+	unanswered := newPendingResponses()
+	w := &syncWriter{w: &literalWriter{w: out}, written: func(msg []byte) {
+		if !unanswered.has("") {
+			return
+		}
+		if key, ok := (mcpGo{}).responseKey(msg); ok {
+			unanswered.done("", key)
+		}
+	}}
+	limit := o.frontEndLimits().RequestLimit
+	// Lines over the limit get an error response, through w so that it does
+	// not interleave with mcp-go's, and the server reads on.
+	lines := newLineLimitReader(in, int(limit), func(prefix []byte, size int64) {
+		o.Log.Warn("a line on stdin over the request limit was skipped",
+			zap.Int64("bytes", size), zap.Int64("limit", limit))
+		_, _ = w.Write(oversizedLineError(prefix, size, int(limit)))
+	})
+	lines.onLine = func(line []byte) {
+		if key, ok := decodeMessage(line).requestKey(); ok {
+			unanswered.add("", key)
+		}
 	}
 	stdio := server.NewStdioServer(mcpServer)
 	for _, opt := range []server.StdioOption{
@@ -104,12 +123,16 @@ func ServeStdio(ctx context.Context, o Options, workers int, in io.Reader, out i
 	// gets one of its own, ended only once the calls are over.
 	listenCtx, stopListening := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopListening()
+	// mcp-go also cancels them, and drops the calls still queued, as soon as
+	// it reads the end of stdin: it reads it only once they are answered, or
+	// the shutdown has ended them.
+	lines.atEnd = func() { _ = unanswered.wait(listenCtx) }
 	listened := make(chan error, 1)
 	// Listen writes every message through w, which stdioNotifier shares.
-	go func() { listened <- stdio.Listen(listenCtx, in, w) }()
+	go func() { listened <- stdio.Listen(listenCtx, lines, w) }()
 	var err error
 	select {
-	case err = <-listened: // stdin ended
+	case err = <-listened: // stdin ended, and every request read was answered
 	case <-ctx.Done():
 		o.Calls.Shutdown(o.Log)
 		// Listen returns once its tool workers have written their results.
@@ -478,7 +501,8 @@ func (r *statusRecorder) Write(p []byte) (int, error) {
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // pendingResponses holds the requests whose response has not reached the
-// client yet, by group (an SSE session; Streamable HTTP uses one group).
+// client yet, by group (an SSE session; Streamable HTTP and stdio use one
+// group).
 type pendingResponses struct {
 	mu      sync.Mutex
 	groups  map[string]map[string]struct{}
@@ -740,7 +764,8 @@ func unaddressableCancel(stateless bool, header http.Header, msg message) bool {
 // reach their clients, and then the long-lived streams are closed.
 //
 // Every request passes fe's guard (Host, Origin, request limit, read
-// timeout), and the connections are capped (see connLimiter).
+// timeout), the connections are capped (see connLimiter), and the JSON
+// goes out as upstream writes it (see literalJSON).
 func ServeHTTP(ctx context.Context, ln net.Listener, fe *HTTPFrontEnd, log *zap.Logger) error {
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
@@ -749,7 +774,9 @@ func ServeHTTP(ctx context.Context, ln net.Listener, fe *HTTPFrontEnd, log *zap.
 	}
 	conns := newConnLimiter(ln, fe.front)
 	srv := &http.Server{
-		Handler: fe.front.guard(fe.handler),
+		// Every message leaves as upstream writes it (see literalJSON),
+		// the front end's own refusals too.
+		Handler: literalJSON(fe.front.guard(fe.handler)),
 		// No ReadTimeout or WriteTimeout: they would cut the streams.
 		// guard bounds the body's reading instead.
 		ReadHeaderTimeout: fe.front.limits.ReadTimeout,

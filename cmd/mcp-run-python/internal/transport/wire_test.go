@@ -76,9 +76,9 @@ func TestMessage(t *testing.T) {
 	}
 }
 
-// TestResponseMatching checks that the SSE shutdown matches the response
-// events mcp-go writes to the requests they answer, and nothing else
-// (TestMCPGoSSEResponseFlushed checks mcp-go's own bytes).
+// TestResponseMatching checks that the SSE shutdown, and the end of stdin,
+// match the responses mcp-go writes to the requests they answer, and
+// nothing else (TestMCPGoSSEResponseFlushed checks mcp-go's own bytes).
 func TestResponseMatching(t *testing.T) {
 	requests := []struct {
 		name string
@@ -91,6 +91,9 @@ func TestResponseMatching(t *testing.T) {
 		{"notification", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`, ""},
 		{"null id", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, ""},
 		{"response from the client", `{"jsonrpc":"2.0","id":7,"result":{}}`, ""},
+		{"a method and a result, which mcp-go does not answer", `{"jsonrpc":"2.0","id":7,"method":"ping","result":1}`, ""},
+		{"a method and a null result", `{"jsonrpc":"2.0","id":7,"method":"ping","result":null}`, "n:7"},
+		{"minus zero, which mcp-go answers as 0", `{"jsonrpc":"2.0","id":-0,"method":"ping"}`, "n:0"},
 		{"batch", `[{"jsonrpc":"2.0","id":7,"method":"ping"}]`, ""},
 		{"not JSON", `{`, ""},
 	}
@@ -112,6 +115,28 @@ func TestResponseMatching(t *testing.T) {
 		{"log notification", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\n", ""},
 		{"ping from the server", "event: message\ndata:{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n\n", ""},
 		{"endpoint", "event: endpoint\ndata: /messages?sessionId=abc\r\n\r\n", ""},
+	}
+	messages := []struct {
+		name string
+		msg  string
+		key  string // "" when not a response
+	}{
+		{"result", `{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`, "n:7"},
+		{"result, then id", `{"result":{"content":[]},"jsonrpc":"2.0","id":"a"}`, "s:a"},
+		{"error", `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}`, ""},
+		{"request", `{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{}}`, ""},
+		{"notification", `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`, ""},
+		{"notification, spelled otherwise", `{"method":"notifications/message","jsonrpc":"2.0","params":{}}`, ""},
+		{"not an object", `[{"jsonrpc":"2.0","id":7,"result":{}}]`, ""},
+		{"cut", `{"jsonrpc":"2.0","result":{"content":`, ""},
+	}
+	for _, tt := range messages {
+		t.Run("message/"+tt.name, func(t *testing.T) {
+			key, ok := mcpGo{}.responseKey([]byte(tt.msg))
+			if key != tt.key || ok != (tt.key != "") {
+				t.Errorf("responseKey = %q %v, want %q", key, ok, tt.key)
+			}
+		})
 	}
 	for _, tt := range events {
 		t.Run("event/"+tt.name, func(t *testing.T) {
