@@ -774,9 +774,12 @@ func ServeHTTP(ctx context.Context, ln net.Listener, fe *HTTPFrontEnd, log *zap.
 	}
 	conns := newConnLimiter(ln, fe.front)
 	srv := &http.Server{
-		// Every message leaves as upstream writes it (see literalJSON),
-		// the front end's own refusals too.
-		Handler: literalJSON(fe.front.guard(fe.handler)),
+		// Every message leaves as upstream writes it (see literalJSON).
+		// guard's own refusals, which upstream has not, are left out: its
+		// http.MaxBytesReader must have net/http's own ResponseWriter,
+		// which then lingers over the unread body rather than resetting
+		// the connection under the 413 (TestLargeBodyOverTCP).
+		Handler: fe.front.guard(literalJSON(fe.handler)),
 		// No ReadTimeout or WriteTimeout: they would cut the streams.
 		// guard bounds the body's reading instead.
 		ReadHeaderTimeout: fe.front.limits.ReadTimeout,
