@@ -485,7 +485,12 @@ def _digits(n: int) -> str:
     """str(n) of any length, as pydantic_core writes an int. Python refuses
     past sys.get_int_max_str_digits() digits (4300 by default), a guard for
     servers converting untrusted text; this int is the call's own, its
-    conversion bounded by the call's time limit."""
+    conversion bounded by the call's time limit. The guard is lifted only
+    for the ints it refuses, so a long list of small ones costs no more."""
+    try:
+        return str(n)
+    except ValueError:
+        pass
     limit = sys.get_int_max_str_digits()
     sys.set_int_max_str_digits(0)
     try:
