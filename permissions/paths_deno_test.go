@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/mcp-run-python/mcp-run-python/internal/denotest"
 )
 
 // probeJS prints, as one JSON object, whether each file named in its
@@ -25,10 +27,7 @@ console.log(JSON.stringify(r));
 // read: exactly the policy's, and never more for a path with a comma, which
 // deno 2.9 splits at with no escape.
 func TestFlagsWithRealDeno(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts deno")
-	}
-	deno := findDeno(t)
+	deno := denotest.Deno(t)
 	dir := resolvedTempDir(t)
 	files := map[string]string{} // name of a directory → the file in it
 	for _, name := range []string{"a", "b", "a,b"} {
@@ -106,33 +105,6 @@ func readable(t *testing.T, deno, dir string, flags []string, files map[string]s
 		t.Fatalf("probe output %q: %v", out, err)
 	}
 	return got, true
-}
-
-// findDeno returns the deno to test with: MCP_RUN_PYTHON_DENO, else deno on
-// PATH, else the one in deno's install directory. It skips the test when
-// there is none.
-func findDeno(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("needs deno: not with -short")
-	}
-	if d := os.Getenv("MCP_RUN_PYTHON_DENO"); d != "" {
-		return d
-	}
-	if d, err := exec.LookPath("deno"); err == nil {
-		return d
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		d := filepath.Join(home, ".deno", "bin", "deno")
-		if runtime.GOOS == "windows" {
-			d += ".exe"
-		}
-		if _, err := os.Stat(d); err == nil {
-			return d
-		}
-	}
-	t.Skip("no deno: set MCP_RUN_PYTHON_DENO or put deno on PATH")
-	return ""
 }
 
 // resolvedTempDir returns a new temporary directory by its real path: on

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -21,6 +20,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/dustin/go-humanize"
+
+	"github.com/mcp-run-python/mcp-run-python/internal/denotest"
 )
 
 // killPid kills a process from outside, as a user or the OOM killer would.
@@ -35,36 +36,20 @@ func killPid(t *testing.T, pid int) {
 	}
 }
 
-// testDeno finds deno as the Makefile does; these tests need the real thing.
+// testDeno is the deno these tests need; they are not run with -short.
 func testDeno(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs deno and Pyodide: not with -short")
-	}
-	if d := os.Getenv("MCP_RUN_PYTHON_DENO"); d != "" {
-		return d
-	}
-	if d, err := exec.LookPath("deno"); err == nil {
-		return d
-	}
-	d := filepath.Join(os.Getenv("HOME"), ".deno", "bin", "deno")
-	if _, err := os.Stat(d); err != nil {
-		t.Fatalf("deno not found: run `make test`, which installs it (%v)", err)
-	}
-	return d
+	return denotest.Deno(t)
 }
 
 // testCache is shared by all tests so Pyodide is downloaded once.
 func testCache(t *testing.T) string {
 	t.Helper()
-	if d := os.Getenv("MCP_RUN_PYTHON_CACHE_DIR"); d != "" {
-		return d
-	}
-	d, err := os.UserCacheDir()
+	d, err := denotest.CacheDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Join(d, "mcp-run-python")
+	return d
 }
 
 // oneCallPerProcess makes each of s's worker processes serve one call, as

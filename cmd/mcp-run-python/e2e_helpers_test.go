@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -28,6 +27,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-run-python/mcp-run-python/internal/denotest"
 )
 
 var (
@@ -114,7 +115,7 @@ func setup(t *testing.T) *e2eSetup {
 }
 
 func prepare() (*e2eSetup, error) {
-	deno, err := findDeno()
+	deno, err := denotest.Find()
 	if err != nil {
 		return nil, err
 	}
@@ -136,12 +137,8 @@ func prepare() (*e2eSetup, error) {
 	}
 	buildTime := time.Since(start)
 
-	if s.cacheDir = os.Getenv("MCP_RUN_PYTHON_CACHE_DIR"); s.cacheDir == "" {
-		userCache, err := os.UserCacheDir()
-		if err != nil {
-			return nil, fmt.Errorf("no user cache directory (set MCP_RUN_PYTHON_CACHE_DIR): %w", err)
-		}
-		s.cacheDir = filepath.Join(userCache, "mcp-run-python")
+	if s.cacheDir, err = denotest.CacheDir(); err != nil {
+		return nil, err
 	}
 
 	start = time.Now()
@@ -158,28 +155,6 @@ func prepare() (*e2eSetup, error) {
 	fmt.Fprintf(os.Stderr, "e2e: built the binary in %v, warmup in %v (cache %s, deno %s)\n",
 		buildTime.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), s.cacheDir, s.deno)
 	return s, nil
-}
-
-// findDeno returns deno from MCP_RUN_PYTHON_DENO, else PATH, else
-// $HOME/.deno/bin/deno.
-func findDeno() (string, error) {
-	if d := os.Getenv("MCP_RUN_PYTHON_DENO"); d != "" {
-		if _, err := os.Stat(d); err != nil {
-			return "", fmt.Errorf("MCP_RUN_PYTHON_DENO=%s: %v; run `make test`, which installs deno", d, err)
-		}
-		return d, nil
-	}
-	if d, err := exec.LookPath("deno"); err == nil {
-		return filepath.Abs(d)
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		d := filepath.Join(home, ".deno", "bin", "deno")
-		if info, err := os.Stat(d); err == nil && !info.IsDir() {
-			return d, nil
-		}
-	}
-	return "", errors.New("deno not found (not in MCP_RUN_PYTHON_DENO, PATH or $HOME/.deno/bin/deno): " +
-		"the end-to-end tests need it; run `make test`, which installs deno")
 }
 
 // baseArgs are the flags every server gets: where deno and the cache are.

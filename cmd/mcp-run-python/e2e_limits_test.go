@@ -1,11 +1,14 @@
 package main_test
 
-// Hostile load on the front end (docs/SECURITY.md has the figures): one
-// test per transport runs the attacks on the real binary, over loopback
-// only and at a scale that runs in seconds on two cores, and checks that
-// each meets a clear error or a bounded cost while a normal client's
-// initialize and 1+1 are served within a second. The attacks in full, and
-// their timing, are the unit twins' in internal/transport.
+// Hostile load on the front end (docs/SECURITY.md has the figures): a test
+// for stdio, Streamable HTTP and SSE each runs on the real binary the
+// attacks that take a long line, time or many clients, over loopback only
+// and at a scale that runs in seconds on two cores, and checks that each
+// meets a clear error or a bounded cost while a normal client's initialize
+// and 1+1 are served within a second. The attacks in full, and their
+// timing, are the unit twins' in internal/transport; those that a
+// request's headers or body meet alone are there and in
+// TestRunFrontEndFlags only.
 //
 //	go test ./cmd/mcp-run-python/ -run E2ELimits -count=1 -v
 
@@ -22,6 +25,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcptest"
 )
 
 // serveWithin is how long a normal client may take for its initialize and
@@ -123,31 +128,6 @@ func keepActive(t *testing.T, c *e2eClient) (stopPinging func()) {
 	return stopPinging
 }
 
-// wantRefusal checks a JSON-RPC error response: its status, code and that
-// its message names the flag.
-func wantRefusal(t *testing.T, what string, status int, body []byte, wantStatus, wantCode int, flag string) {
-	t.Helper()
-	var msg struct {
-		Error struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if status != wantStatus || json.Unmarshal(body, &msg) != nil || msg.Error.Code != wantCode || !strings.Contains(msg.Error.Message, flag) {
-		t.Errorf("%s: %d %q, want %d and a JSON-RPC error %d naming %s", what, status, body, wantStatus, wantCode, flag)
-	}
-}
-
-// zeros is an endless body.
-type zeros struct{}
-
-func (zeros) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = 'x'
-	}
-	return len(p), nil
-}
-
 // testCtx returns a context that ends with the test, after startTimeout at
 // most.
 func testCtx(t *testing.T) context.Context {
@@ -235,94 +215,24 @@ func slowClient(ctx context.Context, addr string, body bool, opened *atomic.Int6
 	}
 }
 
-// The limits of the HTTP modes, one server each. The unit twins in
-// internal/transport (TestLargeBodyEveryMode, TestOriginEveryEndpoint,
-// TestSlowConnectionFlood, TestMCPSessionFlood, TestSSEStreamFlood) run
-// every attack, its edge cases and its timing, under testing/synctest;
-// these check, on the real binary over real sockets, that each flag
-// reaches its limit, what the server's memory does, and that a normal
-// client is served meanwhile.
-const (
-	e2eAllowedOrigin = "https://app.example"
-	e2eIdle          = 2 * time.Second // --mcp-session-idle and --read-timeout
-)
+// The limits of the HTTP modes that take time or many clients, one server
+// each. The unit twins in internal/transport (TestSlowConnectionFlood,
+// TestMCPSessionFlood, TestSSEStreamFlood) run every attack, its edge
+// cases and its timing, under testing/synctest; these check, on the real
+// binary over real sockets, that each flag reaches its limit, what the
+// server's memory does, and that a normal client is served meanwhile. The
+// limits a request's headers or body meet alone (a large body, a foreign
+// Origin, a rebound Host) are internal/transport's TestLargeBodyEveryMode
+// and TestOriginEveryEndpoint, and their flags' wiring is
+// TestRunFrontEndFlags's: they need no worker.
+const e2eIdle = 2 * time.Second // --mcp-session-idle and --read-timeout
 
 // e2eLimitFlags are the front-end limits of the servers of the HTTP tests;
 // two workers, so that a normal client's call finds one warm while the
 // other is replaced after the previous call.
 func e2eLimitFlags(extra ...string) []string {
-	return append([]string{"--workers", "2", "--allow-origin", e2eAllowedOrigin,
+	return append([]string{"--workers", "2",
 		"--mcp-session-idle", e2eIdle.String(), "--read-timeout", e2eIdle.String()}, extra...)
-}
-
-// largeBodyRefused posts a 50 MB body, chunked, to path: it gets 413 after
-// at most the request limit has been read, and the server's memory barely
-// moves.
-func largeBodyRefused(t *testing.T, tg *target, path string) {
-	t.Helper()
-	const size = 50 << 20
-	before := rssOf(t, tg.cmd.Process.Pid)
-	body := io.MultiReader(strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_python_code","arguments":{"python_code":"`),
-		io.LimitReader(zeros{}, size))
-	req, err := http.NewRequestWithContext(testCtx(t), http.MethodPost, tg.url+path, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("POST %d MB: %v", size>>20, err)
-	}
-	got, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	wantRefusal(t, fmt.Sprintf("POST %d MB", size>>20), resp.StatusCode, got, http.StatusRequestEntityTooLarge, -32600, "--request-limit")
-	after := rssOf(t, tg.cmd.Process.Pid)
-	t.Logf("a %d MB body: server RSS %d MiB before, %d MiB after", size>>20, before>>20, after>>20)
-	if grew := after - before; grew > 48<<20 {
-		t.Errorf("the server's RSS grew by %d MiB for a refused body", grew>>20)
-	}
-}
-
-// foreignPagesRefused checks that a foreign page (Origin) and a rebound
-// name (Host) get 403 on path and on /metrics, and that the preflight of
-// the --allow-origin page to preflight gets its CORS answer.
-func foreignPagesRefused(t *testing.T, tg *target, method, path, preflight string) {
-	t.Helper()
-	for _, r := range []struct{ method, path string }{{method, path}, {http.MethodGet, "/metrics"}} {
-		for _, tt := range []struct{ name, origin, host string }{
-			{"foreign page", "https://evil.example", ""},
-			{"rebound name", "", "evil.example:3001"},
-		} {
-			req, _ := http.NewRequestWithContext(testCtx(t), r.method, tg.url+r.path, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-			req.Header.Set("Content-Type", "application/json")
-			if tt.origin != "" {
-				req.Header.Set("Origin", tt.origin)
-			}
-			if tt.host != "" {
-				req.Host = tt.host
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatalf("%s %s %s: %v", tt.name, r.method, r.path, err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			wantRefusal(t, tt.name+" "+r.path, resp.StatusCode, body, http.StatusForbidden, -32000, "Forbidden")
-		}
-	}
-	req, _ := http.NewRequestWithContext(testCtx(t), http.MethodOptions, tg.url+preflight, nil)
-	req.Header.Set("Origin", e2eAllowedOrigin)
-	req.Header.Set("Access-Control-Request-Method", "POST")
-	req.Header.Set("Access-Control-Request-Headers", "content-type")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if got := resp.Header.Get("Access-Control-Allow-Origin"); resp.StatusCode >= 300 || got != e2eAllowedOrigin {
-		t.Errorf("preflight from %s: %d, Access-Control-Allow-Origin %q", e2eAllowedOrigin, resp.StatusCode, got)
-	}
 }
 
 // TestE2ELimitsStreamableHTTP: Streamable HTTP with sessions. Past
@@ -339,8 +249,6 @@ func TestE2ELimitsStreamableHTTP(t *testing.T) {
 	tg := startTarget(t, s, modeStateful, e2eLimitFlags("--max-mcp-sessions", strconv.Itoa(maxSessions),
 		"--max-connections", strconv.Itoa(maxConns))...)
 	tg.waitFor(t, "/metrics", `mcp_run_python_workers{state="warm"} 2`)
-	largeBodyRefused(t, tg, "/mcp")
-	foreignPagesRefused(t, tg, http.MethodPost, "/mcp", "/mcp")
 
 	live := tg.connect(t)
 	stopPinging := keepActive(t, live)
@@ -362,7 +270,7 @@ func TestE2ELimitsStreamableHTTP(t *testing.T) {
 			continue
 		}
 		refused++
-		wantRefusal(t, "initialize past the cap", resp.StatusCode, got, http.StatusServiceUnavailable, -32000, "--max-mcp-sessions")
+		mcptest.WantRefusal(t, "initialize past the cap", resp.StatusCode, got, http.StatusServiceUnavailable, -32000, "--max-mcp-sessions")
 		if !strings.Contains(string(got), fmt.Sprintf(`"id":%d`, 1000+i)) || resp.Header.Get("Retry-After") == "" {
 			t.Errorf("refusal without the request's ID or Retry-After: %q", got)
 		}
@@ -431,17 +339,6 @@ func TestE2ELimitsStreamableHTTP(t *testing.T) {
 	}
 }
 
-// TestE2ELimitsStreamableHTTPStateless: Streamable HTTP without sessions
-// refuses a large body and foreign pages.
-func TestE2ELimitsStreamableHTTPStateless(t *testing.T) {
-	s := setup(t)
-	tg := startTarget(t, s, modeStateless, e2eLimitFlags()...)
-	tg.waitFor(t, "/metrics", `mcp_run_python_workers{state="warm"} 2`)
-	largeBodyRefused(t, tg, "/mcp")
-	foreignPagesRefused(t, tg, http.MethodPost, "/mcp", "/mcp")
-	servedWithin(t, tg, "after the large body")
-}
-
 // openStreams opens n SSE streams at url at once and returns how many were
 // refused (503 naming --max-mcp-sessions), and a channel that gets one
 // value for each accepted stream that the server ends.
@@ -461,7 +358,7 @@ func openStreams(t *testing.T, url string, n int) (refused int, ended <-chan str
 			if resp.StatusCode != http.StatusOK {
 				body, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
-				wantRefusal(t, "a stream past the cap", resp.StatusCode, body, http.StatusServiceUnavailable, -32000, "--max-mcp-sessions")
+				mcptest.WantRefusal(t, "a stream past the cap", resp.StatusCode, body, http.StatusServiceUnavailable, -32000, "--max-mcp-sessions")
 				mu.Lock()
 				refused++
 				mu.Unlock()
@@ -478,17 +375,14 @@ func openStreams(t *testing.T, url string, n int) (refused int, ended <-chan str
 	return refused, ends
 }
 
-// TestE2ELimitsSSE: the SSE transport refuses a large body and foreign
-// pages; past --max-mcp-sessions a stream gets 503, a live client keeps
-// being served, and the idle streams are closed after
+// TestE2ELimitsSSE: past --max-mcp-sessions an SSE stream gets 503, a
+// live client keeps being served, and the idle streams are closed after
 // --mcp-session-idle.
 func TestE2ELimitsSSE(t *testing.T) {
 	s := setup(t)
 	const max, streams = 4, 6
 	tg := startTarget(t, s, modeSSE, e2eLimitFlags("--max-mcp-sessions", strconv.Itoa(max))...)
 	tg.waitFor(t, "/metrics", `mcp_run_python_workers{state="warm"} 2`)
-	largeBodyRefused(t, tg, "/messages?sessionId=any")
-	foreignPagesRefused(t, tg, http.MethodGet, "/sse", "/messages")
 
 	live := tg.connect(t)
 	keepActive(t, live)

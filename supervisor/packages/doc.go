@@ -7,7 +7,7 @@
 //  1. [FromCode] reads the requirements of a PEP 723 "# /// script" block.
 //     Without one, the caller finds the imports inside Pyodide
 //     (pyodide.code.find_imports) and maps them to package names with
-//     [FromImports] and the import table of Pyodide's lock file
+//     [InferImports] and the import table of Pyodide's lock file
 //     ([Lock.ImportTable]).
 //  2. A [Resolver] turns PEP 508 requirement strings into a [Plan]: Pyodide's
 //     built-in packages come from its lock file ([Lock], one version each,

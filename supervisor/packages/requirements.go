@@ -20,7 +20,7 @@ var scriptBlockRE = regexp.MustCompile(`(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P
 // fromScript reports whether the code has a script block at all: when it
 // does, its dependencies (possibly none) are the whole truth and imports are
 // not inspected; when it does not, the caller infers requirements from
-// imports with [FromImports].
+// imports with [InferImports].
 //
 // A requires-python in the block is returned as one more requirement,
 // "python" with its specifier (e.g. "python>=3.12"), which [Resolver.Resolve]
@@ -208,15 +208,6 @@ func InferImports(imports []string, importable func(string) bool, table map[stri
 		}
 		seen[key] = true
 		out = append(out, inf)
-	}
-	return out
-}
-
-// FromImports is [InferImports] with only the package names.
-func FromImports(imports []string, importable func(string) bool, table map[string]string) []string {
-	var out []string
-	for _, inf := range InferImports(imports, importable, table) {
-		out = append(out, inf.Package)
 	}
 	return out
 }

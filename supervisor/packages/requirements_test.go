@@ -58,7 +58,9 @@ func TestFromCode(t *testing.T) {
 	}
 }
 
-func TestFromImports(t *testing.T) {
+// TestInferImportsPackages checks the packages InferImports names, in
+// order; TestInferImports checks the rest of each Inferred.
+func TestInferImportsPackages(t *testing.T) {
 	table := map[string]string{"yaml": "pyyaml", "PIL": "pillow", "sklearn": "scikit-learn", "ruamel.yaml": "ruamel-yaml", "skimage": "scikit-image"}
 	importable := func(name string) bool { return name == "json" || name == "os" || name == "numpy" }
 	tests := []struct {
@@ -84,7 +86,10 @@ func TestFromImports(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := FromImports(tc.imports, tc.importable, table)
+			var got []string
+			for _, inf := range InferImports(tc.imports, tc.importable, table) {
+				got = append(got, inf.Package)
+			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %#v, want %#v", got, tc.want)
 			}

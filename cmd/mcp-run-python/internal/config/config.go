@@ -353,9 +353,6 @@ type Tools struct {
 	ResultLimit int64
 }
 
-// Enabled reports whether callers must authenticate.
-func (a Auth) Enabled() bool { return a.OAuthIssuer != "" || a.TokenFile != "" }
-
 // Environment is what configuration reads from outside the command line.
 // Tests replace it; OSEnvironment returns the real one.
 type Environment struct {

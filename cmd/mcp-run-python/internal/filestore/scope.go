@@ -43,9 +43,6 @@ func NewCallScope() Scope {
 	return Scope{call: true, id: randomName()}
 }
 
-// IsCall reports whether sc is a call's scope: its files expire.
-func (sc Scope) IsCall() bool { return sc.call }
-
 // String is the URI of the scope's root, for logs.
 func (sc Scope) String() string {
 	if sc.call {

@@ -78,8 +78,8 @@ func TestNewCallScope(t *testing.T) {
 	if a == b {
 		t.Fatal("two call scopes are the same")
 	}
-	if !a.IsCall() || SessionScope("s").IsCall() {
-		t.Error("IsCall is wrong")
+	if !a.call || SessionScope("s").call {
+		t.Error("a call scope is not marked as one, or a session scope is")
 	}
 	// 128 bits, in a form that survives a client folding the host's case.
 	if !isRandomName(a.id) {

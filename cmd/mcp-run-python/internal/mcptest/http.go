@@ -1,6 +1,7 @@
 package mcptest
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -60,5 +61,21 @@ func CheckMetrics(t *testing.T, url string) {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q:\n%s", want, body)
 		}
+	}
+}
+
+// WantRefusal checks the answer to a refused request: its status, and a
+// JSON-RPC error with code wantCode whose message names mention (the flag
+// that set the limit, or why).
+func WantRefusal(t *testing.T, what string, status int, body []byte, wantStatus, wantCode int, mention string) {
+	t.Helper()
+	var msg struct {
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if status != wantStatus || json.Unmarshal(body, &msg) != nil || msg.Error.Code != wantCode || !strings.Contains(msg.Error.Message, mention) {
+		t.Errorf("%s: %d %q, want %d and a JSON-RPC error %d naming %s", what, status, body, wantStatus, wantCode, mention)
 	}
 }

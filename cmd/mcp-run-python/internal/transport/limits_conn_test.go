@@ -302,11 +302,11 @@ func servedAtOnce(t *testing.T, srv *memServer, during string) {
 	}
 }
 
-// TestSlowConnectionFlood, the unit twin of TestE2ELimitsSlowConnections:
-// connections that send their requests a byte at a time, and open again
-// when dropped. Those under the cap are dropped at the read timeout; more
-// are held under the cap by closing the longest waiting for newer ones. A
-// normal client is served at once throughout.
+// TestSlowConnectionFlood, the unit twin of TestE2ELimitsStreamableHTTP's
+// slow connections: connections that send their requests a byte at a time,
+// and open again when dropped. Those under the cap are dropped at the read
+// timeout; more are held under the cap by closing the longest waiting for
+// newer ones. A normal client is served at once throughout.
 func TestSlowConnectionFlood(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const max, few, many, readTimeout = 15, 10, 40, 2 * time.Second

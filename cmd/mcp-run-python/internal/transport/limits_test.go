@@ -361,13 +361,13 @@ func frontOf(t *testing.T, kind Kind) (*memServer, *HTTPFrontEnd) {
 	return serveMem(t, fe), fe
 }
 
-// TestLargeBodyEveryMode, the unit twin of TestE2ELimitsLargeBody: a 50 MB
-// POST to the MCP endpoint of every HTTP mode gets 413 naming
-// --request-limit after at most the request limit has been read, whether
-// its length is declared or not (declared, nothing is read), and the next
-// client is served. The pipe under the server holds no bytes, so what the
-// client got to send is what the server read, and a little of the
-// client's own buffering.
+// TestLargeBodyEveryMode, with no end-to-end twin (TestRunFrontEndFlags
+// shows --request-limit reaching the front end): a 50 MB POST to the MCP
+// endpoint of every HTTP mode gets 413 naming --request-limit after at most
+// the request limit has been read, whether its length is declared or not
+// (declared, nothing is read), and the next client is served. The pipe under
+// the server holds no bytes, so what the client got to send is what the
+// server read, and a little of the client's own buffering.
 func TestLargeBodyEveryMode(t *testing.T) {
 	const size = 50 << 20
 	limit := DefaultLimits(0).RequestLimit
@@ -424,14 +424,15 @@ func servesAfter(t *testing.T, srv *memServer, kind Kind) {
 	}
 }
 
-// TestOriginEveryEndpoint, the unit twin of TestE2ELimitsOriginAndHost:
-// every endpoint, the probes included, refuses a foreign web page (Origin)
-// and a rebound name (Host) with 403 and a JSON-RPC error, and serves
-// programs, local pages and those of --allow-origin; a browser's preflight
-// from an allowed page gets its CORS answer.
+// TestOriginEveryEndpoint, with no end-to-end twin (TestRunFrontEndFlags
+// shows --allow-origin reaching the front end): every endpoint, the probes
+// included, refuses a foreign web page (Origin) and a rebound name (Host)
+// with 403 and a JSON-RPC error, and serves programs, local pages and those
+// of --allow-origin; a browser's preflight from an allowed page gets its
+// CORS answer.
 func TestOriginEveryEndpoint(t *testing.T) {
 	const allowed = "https://app.example"
-	for _, kind := range []Kind{StreamableHTTP, SSE} {
+	for _, kind := range []Kind{StreamableHTTP, StreamableHTTPStateless, SSE} {
 		t.Run(kindNames[kind], func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				l := DefaultLimits(0)

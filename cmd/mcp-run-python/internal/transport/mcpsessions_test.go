@@ -229,11 +229,11 @@ func TestMCPSessionCapIsExact(t *testing.T) {
 	})
 }
 
-// TestMCPSessionFlood, the unit twin of TestE2ELimitsMCPSessions: sessions
-// opened at once and left, against a cap: initialize past the cap gets 503
-// with its ID and Retry-After, a live session is never evicted, and the
-// idle ones end after --mcp-session-idle (mcp-go's sweeper looks every
-// max(idle/2, 1 s)), not before.
+// TestMCPSessionFlood, the unit twin of TestE2ELimitsStreamableHTTP's
+// session cap: sessions opened at once and left, against a cap: initialize
+// past the cap gets 503 with its ID and Retry-After, a live session is never
+// evicted, and the idle ones end after --mcp-session-idle (mcp-go's sweeper
+// looks every max(idle/2, 1 s)), not before.
 func TestMCPSessionFlood(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const max, attempts, idle, sweep = 10, 16, 2 * time.Second, time.Second
@@ -358,10 +358,10 @@ func isDone(ch <-chan struct{}) bool {
 	}
 }
 
-// TestSSEStreamFlood, the unit twin of TestE2ELimitsIdleSSEStreams: SSE
-// streams are MCP sessions: past the cap a stream gets 503 naming
-// --max-mcp-sessions, a live client keeps being served, and the idle ones,
-// whose clients never speak, are closed at --mcp-session-idle, not before.
+// TestSSEStreamFlood, the unit twin of TestE2ELimitsSSE: SSE streams are MCP
+// sessions: past the cap a stream gets 503 naming --max-mcp-sessions, a live
+// client keeps being served, and the idle ones, whose clients never speak,
+// are closed at --mcp-session-idle, not before.
 func TestSSEStreamFlood(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const max, streams, idle = 10, 15, 2 * time.Second
