@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-run-python/mcp-run-python/internal/denotest"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/denotest"
 )
 
 // probeJS prints, as one JSON object, whether each file named in its

@@ -21,7 +21,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 
-	"github.com/mcp-run-python/mcp-run-python/internal/denotest"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/denotest"
 )
 
 // killPid kills a process from outside, as a user or the OOM killer would.

@@ -28,7 +28,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcp-run-python/mcp-run-python/internal/denotest"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/denotest"
 )
 
 var (

@@ -12,9 +12,9 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	"github.com/mcp-run-python/mcp-run-python/internal/denotest"
 	"github.com/mcp-run-python/mcp-run-python/js"
 	"github.com/mcp-run-python/mcp-run-python/supervisor"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/denotest"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 )
 
