@@ -124,7 +124,7 @@ func flagRow(f *pflag.Flag) string {
 	if rest, explained, ok := strings.Cut(usage, " (default: "); ok && strings.HasSuffix(explained, ")") {
 		usage, def = rest, strings.TrimSuffix(explained, ")")
 	}
-	return fmt.Sprintf("| %s | %s | %s |\n", name, cell(def), cell(usage))
+	return fmt.Sprintf("| %s | %s | %s |\n", cell(name), cell(def), cell(usage))
 }
 
 // cell escapes s for a cell of a Markdown table.

@@ -44,6 +44,7 @@ func TestFlagTables(t *testing.T) {
 		fs.Int("workers", 2, "live workers")
 		fs.String("warm", "0", "idle workers (default: --workers)")
 		fs.BoolP("help", "h", false, "print this help | exit")
+		fs.String("mount", "", "show host folder `HOST:SANDBOX[:ro|rw]`")
 		return fs
 	}
 	tests := []struct {
@@ -54,16 +55,17 @@ func TestFlagTables(t *testing.T) {
 	}{
 		{
 			name:   "every flag once",
-			groups: []flagGroup{{"Pool", []string{"workers", "warm"}}, {"Other", []string{"help"}}},
+			groups: []flagGroup{{"Pool", []string{"workers", "warm"}}, {"Other", []string{"help", "mount"}}},
 			want: "## Pool\n\n| flag | default | meaning |\n| --- | --- | --- |\n" +
 				"| `--workers int` | `2` | live workers |\n" +
 				"| `--warm string` | --workers | idle workers |\n\n" +
 				"## Other\n\n| flag | default | meaning |\n| --- | --- | --- |\n" +
-				"| `-h`, `--help` |  | print this help \\| exit |\n",
+				"| `-h`, `--help` |  | print this help \\| exit |\n" +
+				"| `--mount HOST:SANDBOX[:ro\\|rw]` |  | show host folder HOST:SANDBOX[:ro\\|rw] |\n",
 		},
-		{name: "a flag in no group", groups: []flagGroup{{"Pool", []string{"workers", "warm"}}}, want: "--help", wantErr: true},
-		{name: "a name that is no flag", groups: []flagGroup{{"Pool", []string{"workers", "warm", "help", "wokers"}}}, want: "--wokers, which is no flag", wantErr: true},
-		{name: "a flag twice", groups: []flagGroup{{"Pool", []string{"workers", "warm", "help"}}, {"Again", []string{"warm"}}}, want: "more than one group", wantErr: true},
+		{name: "a flag in no group", groups: []flagGroup{{"Pool", []string{"workers", "warm", "mount"}}}, want: "--help", wantErr: true},
+		{name: "a name that is no flag", groups: []flagGroup{{"Pool", []string{"workers", "warm", "help", "mount", "wokers"}}}, want: "--wokers, which is no flag", wantErr: true},
+		{name: "a flag twice", groups: []flagGroup{{"Pool", []string{"workers", "warm", "help", "mount"}}, {"Again", []string{"warm"}}}, want: "more than one group", wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
