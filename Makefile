@@ -7,6 +7,7 @@
 # make soak  — 2 000 calls through the supervisor: no leaked process, fd or memory;
 #              400 concurrent calls' log notifications in order
 # make cross — build, vet and compile the tests for every platform of a release
+# make docs  — regenerate docs/FLAGS.md from the flag set (a test fails when it is stale)
 #
 # The recipes use only POSIX sh and flags that BSD tools share, and nothing
 # newer than GNU make 3.81, so that macOS's own make runs them.
@@ -26,7 +27,7 @@ DEPLOYCHECK  := cmd/mcp-run-python/internal/config/deploycheck
 # The platforms of a release (.goreleaser.yaml), as GOOS/GOARCH.
 PLATFORMS    := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 
-.PHONY: run build test test-go test-js conformance bench soak cross fmt clean
+.PHONY: run build test test-go test-js conformance bench soak cross docs fmt clean
 
 run: build $(DENO)
 	$(BIN) warmup
@@ -57,6 +58,11 @@ test-go:
 	cd $(DEPLOYCHECK) && go vet ./...
 	go test -count=1 -timeout 20m ./...
 	cd $(DEPLOYCHECK) && go test -count=1 ./...
+
+# docs/FLAGS.md is generated; config.TestFlagsDocCurrent fails when it is
+# stale.
+docs:
+	go generate ./cmd/mcp-run-python/internal/config/
 
 # test-go runs it too, as the end-to-end test TestConformance; deno fetches
 # the pinned suite from the npm registry (DENO_TLS_CA_STORE above).

@@ -160,7 +160,7 @@ func TestCodeModeCallsTools(t *testing.T) {
 		{"a server down since the start raises ToolError with the reason",
 			"try:\n    await mcp_tools.down.search(q='x')\nexcept mcp_tools.ToolError as e:\n    r = str(e)\nr.startswith('tool server down is not connected: '), r.endswith('; retrying'), hasattr(mcp_tools.down, '__wrapped__')",
 			"<status>success</status>\n<return_value>\n[\n  true,\n  true,\n  false\n]\n</return_value>"},
-		{"README's example adds up", readmeToolsLoop(t),
+		{"USAGE's example adds up", usageToolsLoop(t),
 			"<status>success</status>\n<return_value>\n5050\n</return_value>"},
 		{"help shows the description and parameters",
 			"import mcp_tools\nhelp(mcp_tools.calc.add)",
@@ -307,18 +307,18 @@ func BenchmarkToolCallOverhead(b *testing.B) {
 	report(b, "overhead of a tool call from code, median", ms(c-o), "ms", "≤ 1 ms")
 }
 
-// readmeToolsLoop is the loop of README's code-mode example, which users
-// copy, with its total as the call's value.
-func readmeToolsLoop(t *testing.T) string {
+// usageToolsLoop is the loop of docs/USAGE.md's code-mode example, which
+// users copy, with its total as the call's value.
+func usageToolsLoop(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "USAGE.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, block, ok := strings.Cut(string(data), "```python\ntotal = 0\n")
 	loop, _, ok2 := strings.Cut(block, "try:\n")
 	if !ok || !ok2 {
-		t.Fatal("README has no code-mode example that starts with total = 0 and then a try")
+		t.Fatal("docs/USAGE.md has no code-mode example that starts with total = 0 and then a try")
 	}
 	return "total = 0\n" + loop + "total"
 }

@@ -47,7 +47,7 @@ var kubeDir = filepath.Join(repoRoot, "deploy", "kubernetes")
 // appName is the app.kubernetes.io/name of every object.
 const appName = "mcp-run-python"
 
-// Measured on a warm pool (README, docs/DEPLOY.md): the resident memory of
+// Measured on a warm pool (docs/DEPLOY.md): the resident memory of
 // one worker, rounded up, and of the Go front end. The limit's headroom
 // covers the front end above the workers' --memory-limit.
 var (
