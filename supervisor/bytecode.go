@@ -153,7 +153,7 @@ func (b *bytecoder) compileAll(cache *packages.Cache) {
 	var w *worker
 	defer func() {
 		if w != nil {
-			w.kill()
+			w.Kill()
 		}
 	}()
 	for {
@@ -179,7 +179,7 @@ func (b *bytecoder) compileAll(cache *packages.Cache) {
 			// in a new one, without that module, which imports from source.
 			s.log.Debug("compiling a module ended or outran the compile worker; compiling its package again without it",
 				zap.String("file", f.Filename), zap.String("module", ce.Module), zap.Error(err))
-			w.kill()
+			w.Kill()
 			if w, err = s.startCompileWorker(); err != nil {
 				break
 			}
@@ -191,7 +191,7 @@ func (b *bytecoder) compileAll(cache *packages.Cache) {
 				s.log.Warn("cannot compile a package to bytecode: it imports from source", zap.String("file", f.Filename), zap.Error(err))
 			}
 			if w != nil {
-				w.kill()
+				w.Kill()
 				w = nil
 			}
 			continue
@@ -210,7 +210,7 @@ func (b *bytecoder) quiet() {
 	defer tick.Stop()
 	deadline := time.Now().Add(compileDefer)
 	for time.Now().Before(deadline) {
-		if p.idle() {
+		if p.Idle() {
 			return
 		}
 		select {

@@ -65,7 +65,7 @@ func (s *Supervisor) call(ctx context.Context, w *worker, run bridge.RunRequest,
 	}
 	if !finished {
 		killed = true
-		w.kill()
+		w.Kill()
 		o = <-done
 	}
 	res := Result{Output: out.finish()}
@@ -102,7 +102,7 @@ func (s *Supervisor) call(ctx context.Context, w *worker, run bridge.RunRequest,
 	default:
 		res.Error = "RuntimeError: the Python worker stopped while running the code (" + crashReason(w, o.err) + ")"
 		// Whatever is left of it serves nothing more: a session sees it dead.
-		w.kill()
+		w.Kill()
 	}
 	// The files of a run that was stopped are kept when it ended in time.
 	return res, o.files, nil
@@ -168,7 +168,7 @@ func crashReason(w *worker, err error) string {
 			// after the bridge refused a frame too big: the error says why.
 			return err.Error()
 		}
-		return w.exitStatus()
+		return w.ExitStatus()
 	case <-time.After(time.Second):
 		return err.Error()
 	}

@@ -48,7 +48,7 @@ func takeWorker(t *testing.T) (*Supervisor, *worker) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.pool.retire(w) })
+	t.Cleanup(func() { s.pool.Retire(w) })
 	return s, w
 }
 

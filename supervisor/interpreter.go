@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"time"
 )
@@ -55,7 +54,7 @@ func (p pooled) acquire(ctx context.Context, limit *deadline, principal, kind st
 }
 
 // release retires w: the pool recycles it or starts a replacement.
-func (p pooled) release(w *worker) { p.s.pool.retire(w) }
+func (p pooled) release(w *worker) { p.s.pool.Retire(w) }
 
 func (pooled) learns() bool    { return true }
 func (pooled) mountsDue() bool { return true }
@@ -86,39 +85,4 @@ func (rt *runtimeFiles) preinstalled() map[string]bool {
 		return maps.Clone(rt.deps.files)
 	}
 	return map[string]bool{}
-}
-
-// pingTimeout bounds how long a warm worker may take to answer before it
-// gets a call. An idle interpreter answers in well under a millisecond; a
-// loaded machine can delay it by tens; a frozen or wedged worker never does.
-const pingTimeout = time.Second
-
-// takeWorker takes a warm worker that proves it is alive: one that does not
-// answer at once (stopped, wedged) is replaced, and the call goes to the
-// next. Each try takes a different worker, so a pool of frozen workers
-// costs a call at most one pingTimeout a worker.
-func (s *Supervisor) takeWorker(ctx context.Context, principal, kind string) (*worker, error) {
-	for try := 0; ; try++ {
-		w, err := s.pool.acquire(ctx, principal, kind)
-		if err != nil {
-			return nil, err
-		}
-		if w.standby != nil && !w.standby.made() {
-			progressFrom(ctx).restoring()
-		}
-		waited, err := s.awaitRestore(ctx, w)
-		if err == nil && !waited {
-			pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
-			err = w.conn.Ping(pingCtx)
-			cancel()
-		}
-		if err == nil {
-			return w, nil
-		}
-		if ctx.Err() != nil || try >= s.cfg.Workers {
-			s.pool.end(w, false) // it did not answer: no call of its again
-			return nil, fmt.Errorf("no worker answered: %w", err)
-		}
-		s.pool.discard(w, err)
-	}
 }

@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"context"
 	"errors"
 	"net"
 	"net/netip"
@@ -144,63 +143,5 @@ func TestAddrWatch(t *testing.T) {
 		if changes.Load() != 2 || !a.stale(now) {
 			t.Fatalf("after the VPN went: %d changes, stale %v; want 2, true", changes.Load(), a.stale(now))
 		}
-	})
-}
-
-// TestPoolReplacesStaleWarmWorkers: once this host's addresses change, the
-// warm workers made before are replaced, one that was starting meanwhile is
-// not kept, and a busy one serves its call to the end.
-func TestPoolReplacesStaleWarmWorkers(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var current, made atomic.Uint64 // the generation now, and the one new workers get
-		current.Store(1)
-		made.Store(1)
-		var oldStarts atomic.Int32 // workers started with a generation gone by
-		p, _ := newTestPool(t, poolConfig{Workers: 4, Warm: 2, Queue: 1}, func(p *testPool, f *fakeFleet) {
-			p.start = func(ctx context.Context, kind string) (*fakeWorker, error) {
-				w, err := f.start(ctx, kind)
-				if w != nil {
-					w.netGen = made.Load()
-					if w.netGen != current.Load() {
-						oldStarts.Add(1)
-					}
-				}
-				return w, err
-			}
-			p.stale = func(w *fakeWorker) bool { return w.netGen != current.Load() }
-		})
-		waitFor(t, p, "had two warm workers", func(h Health) bool { return h.Warm == 2 })
-		busy := acquire(t, p)
-		waitFor(t, p, "had two warm workers beside a busy one", func(h Health) bool { return h.Warm == 2 && h.Starting == 0 })
-		before := warmWorkers(p)
-
-		current.Store(2)
-		made.Store(2)
-		p.retireStale()
-		waitFor(t, p, "replaced its warm workers", func(h Health) bool {
-			return h.Warm == 2 && !slices.ContainsFunc(warmWorkers(p), func(w *fakeWorker) bool { return slices.Contains(before, w) })
-		})
-		for _, w := range warmWorkers(p) {
-			if w.netGen != 2 {
-				t.Errorf("a warm worker of generation %d, want 2", w.netGen)
-			}
-		}
-		if busy.dead() {
-			t.Error("the busy worker was ended under its call")
-		}
-		p.retire(busy)
-
-		// The addresses change again while workers start with the old ones:
-		// none of those is kept.
-		current.Store(3)
-		p.retireStale()
-		eventually(t, "started workers with the old addresses", func() bool { return oldStarts.Load() >= 3 }, func() string { return "" })
-		for _, w := range warmWorkers(p) {
-			if w.netGen != 3 {
-				t.Errorf("a warm worker of generation %d while the addresses are of 3", w.netGen)
-			}
-		}
-		made.Store(3)
-		waitFor(t, p, "had two warm workers of the new addresses", func(h Health) bool { return h.Warm == 2 })
 	})
 }

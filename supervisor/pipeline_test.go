@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/mount"
 	pt "github.com/mcp-run-python/mcp-run-python/supervisor/packages/packagestest"
 )
@@ -91,14 +92,14 @@ func newMemWorker(t *testing.T, srv *bridge.Server, kind string, installed map[s
 	}
 	stderr, stderrW := io.Pipe()
 	p := &fakeProc{killed: make(chan struct{}), stderr: stderrW}
-	w := newWorker(new(tracker), p, io.NopCloser(nil), stderr, zap.NewNop(), func() {})
+	w := newWorker(new(tracker.Tracker), p, io.NopCloser(nil), stderr, zap.NewNop(), func() {})
 	w.conn, w.kind, w.installed = conn, kind, installed
 	m := &memWorker{w: w, modules: map[string]bool{"json": true}}
 	for name := range installed {
 		m.modules[moduleOf(name)] = true
 	}
 	go m.serve(ws)
-	t.Cleanup(w.kill)
+	t.Cleanup(w.Kill)
 	return m
 }
 
@@ -212,7 +213,7 @@ func (p *memPool) release(w *worker) {
 	p.mu.Lock()
 	p.released = append(p.released, w)
 	p.mu.Unlock()
-	w.kill()
+	w.Kill()
 }
 func (p *memPool) learns() bool    { return true }
 func (p *memPool) mountsDue() bool { return true }
@@ -409,7 +410,7 @@ func TestPipelineSession(t *testing.T) {
 	if want := []string{tinyWheel, "/data/data.csv"}; !slices.Equal(files, want) {
 		t.Errorf("the session's worker got files %q, want %q", files, want)
 	}
-	if mw.w.dead() {
+	if mw.w.Dead() {
 		t.Error("the session's worker was released")
 	}
 }

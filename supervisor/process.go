@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/permissions"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/proc"
 )
 
@@ -94,7 +95,7 @@ type worker struct {
 
 // newWorker watches a started process on a goroutine of g: it collects its
 // stderr, reaps it and then runs cleanup.
-func newWorker(g *tracker, p process, stdin io.Closer, stderr io.Reader, log *zap.Logger, cleanup func()) *worker {
+func newWorker(g *tracker.Tracker, p process, stdin io.Closer, stderr io.Reader, log *zap.Logger, cleanup func()) *worker {
 	w := &worker{proc: p, stdin: stdin, exited: make(chan struct{}), released: make(chan struct{})}
 	watch := func() {
 		w.collectStderr(stderr, log) // Wait closes the pipe: read it all first
@@ -266,10 +267,10 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 	case w.conn = <-connected:
 	case <-w.exited:
 		<-w.released
-		return nil, fmt.Errorf("worker exited before connecting: %s (%s)", w.exitStatus(), w.stderrTail())
+		return nil, fmt.Errorf("worker exited before connecting: %s (%s)", w.ExitStatus(), w.StderrTail())
 	case <-ctx.Done():
-		w.kill()
-		return nil, fmt.Errorf("worker did not connect: %w (%s)", context.Cause(ctx), w.stderrTail())
+		w.Kill()
+		return nil, fmt.Errorf("worker did not connect: %w (%s)", context.Cause(ctx), w.StderrTail())
 	}
 	w.rt, w.lazy, w.args = rt, lazy, cmd.Args
 	if r == roleCall || r == roleSession {
@@ -280,8 +281,8 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 	}
 	ready, err := w.conn.Ready(ctx)
 	if err != nil {
-		w.kill()
-		return nil, fmt.Errorf("worker did not get ready: %w (%s)", err, w.stderrTail())
+		w.Kill()
+		return nil, fmt.Errorf("worker did not get ready: %w (%s)", err, w.StderrTail())
 	}
 	if makeSnapshot {
 		w.python = ready.Python
@@ -305,16 +306,16 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 func (s *Supervisor) awaitRunner(ctx context.Context, w *worker) error {
 	if w.lazy {
 		if err := w.conn.Standby(ctx); err != nil {
-			w.kill()
-			return fmt.Errorf("worker did not get ready: %w (%s)", err, w.stderrTail())
+			w.Kill()
+			return fmt.Errorf("worker did not get ready: %w (%s)", err, w.StderrTail())
 		}
 		w.standby = &standby{done: make(chan struct{})}
 		return nil
 	}
 	ready, err := w.conn.Ready(ctx)
 	if err != nil {
-		w.kill()
-		return fmt.Errorf("worker did not get ready: %w (%s)", err, w.stderrTail())
+		w.Kill()
+		return fmt.Errorf("worker did not get ready: %w (%s)", err, w.StderrTail())
 	}
 	return s.serving(ctx, w, ready)
 }
@@ -329,15 +330,15 @@ func (s *Supervisor) serving(ctx context.Context, w *worker, ready bridge.ReadyF
 	}
 	w.conn.SetReadLimit(s.servingReadLimit())
 	s.log.Debug("worker ready", zap.Int("pid", w.proc.Pid()), zap.Bool("snapshot", ready.Snapshot), zap.String("python", ready.Python))
-	if s.pool.recycle != nil {
+	if s.pool.Recycles() {
 		w.made, _ = w.proc.Memory(ctx) // 0, and no bound, if it cannot be read
 	}
 	if rt.deps != nil {
 		// Restored, the interpreter has the packages loaded but not their
 		// files, which are no part of the wasm memory (see depsSet).
 		if err := w.conn.Install(ctx, rt.deps.wheels); err != nil {
-			w.kill()
-			return fmt.Errorf("worker could not install --deps: %w (%s)", err, w.stderrTail())
+			w.Kill()
+			return fmt.Errorf("worker could not install --deps: %w (%s)", err, w.StderrTail())
 		}
 	}
 	return nil
@@ -433,7 +434,9 @@ func stderrLinesOf(r io.Reader, limit int) iter.Seq[string] {
 	}
 }
 
-func (w *worker) stderrTail() string {
+// StderrTail is the last lines the process wrote to stderr, for errors
+// and logs.
+func (w *worker) StderrTail() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.stderr) == 0 {
@@ -442,9 +445,9 @@ func (w *worker) stderrTail() string {
 	return strings.Join(w.stderr, "\n")
 }
 
-// kill stops the worker for good: the only stop a busy Deno worker obeys.
+// Kill stops the worker for good: the only stop a busy Deno worker obeys.
 // It returns once the process is reaped and cleanup has run.
-func (w *worker) kill() {
+func (w *worker) Kill() {
 	if w.conn != nil {
 		w.conn.Close()
 	}
@@ -453,8 +456,8 @@ func (w *worker) kill() {
 	<-w.released
 }
 
-// dead reports whether the process has ended.
-func (w *worker) dead() bool {
+// Dead reports whether the process has ended.
+func (w *worker) Dead() bool {
 	select {
 	case <-w.exited:
 		return true
@@ -463,5 +466,5 @@ func (w *worker) dead() bool {
 	}
 }
 
-// exitStatus describes how the process ended, once it has.
-func (w *worker) exitStatus() string { return proc.Describe(w.exitErr) }
+// ExitStatus describes how the process ended, once it has.
+func (w *worker) ExitStatus() string { return proc.Describe(w.exitErr) }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
 )
 
 // ProgressPhase names what a call is doing while its client waits.
@@ -205,7 +206,7 @@ func distribution(filename string) string {
 // running reports the code running, at once and then every progressTick
 // until the returned function is called; once it returns, nothing more is
 // reported. The ticks run on a goroutine that wg counts.
-func (c *callProgress) running(wg *tracker) (stop func()) {
+func (c *callProgress) running(wg *tracker.Tracker) (stop func()) {
 	if c == nil {
 		return func() {}
 	}

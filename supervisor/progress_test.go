@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
 )
 
 // progressLog records a call's progress events.
@@ -37,7 +39,7 @@ func newTestProgress() (*callProgress, *progressLog) {
 func TestCallProgressTicksWhileRunning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, l := newTestProgress()
-		var wg tracker
+		var wg tracker.Tracker
 		time.Sleep(300 * time.Millisecond) // resolving
 		stop := c.running(&wg)
 		time.Sleep(3500 * time.Millisecond)
@@ -54,7 +56,7 @@ func TestCallProgressTicksWhileRunning(t *testing.T) {
 		if !slices.Equal(spent, want) {
 			t.Errorf("spent %v, want %v: one at the start, then one a second, none after stop", spent, want)
 		}
-		<-wg.shut()
+		<-wg.Shut()
 	})
 }
 
@@ -80,7 +82,7 @@ func TestCallProgressOfNobody(t *testing.T) {
 	c.queued(1)
 	c.installing(nil)
 	c.wait()()
-	c.running(&tracker{})()
+	c.running(&tracker.Tracker{})()
 	if c.preparing() != nil || c.transfer() != nil {
 		t.Error("a call without OnProgress has listeners")
 	}
@@ -100,44 +102,6 @@ func TestDistribution(t *testing.T) {
 			t.Errorf("distribution(%q) = %q, want %q", file, got, want)
 		}
 	}
-}
-
-// TestPoolReportsThePlaceInTheQueue checks that a waiting call hears its
-// place as the calls before it leave the queue, whether served or gone.
-func TestPoolReportsThePlaceInTheQueue(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p, _ := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 3})
-		busy := acquire(t, p)
-		firstCtx, giveUp := context.WithCancel(context.Background())
-		defer giveUp()
-		var wg sync.WaitGroup
-		wg.Go(func() { _, _ = p.acquire(firstCtx, "", "") })
-		synctest.Wait()
-		wg.Go(func() { p.retire(acquire(t, p)) })
-		synctest.Wait()
-		c, l := newTestProgress()
-		got := make(chan *fakeWorker)
-		go func() {
-			w, err := p.acquire(withProgress(context.Background(), c), "", "")
-			if err != nil {
-				t.Error(err)
-			}
-			got <- w
-		}()
-		synctest.Wait()
-		giveUp() // the first leaves: 2nd
-		synctest.Wait()
-		p.retire(busy) // the second is served: 1st
-		wg.Wait()      // and done: ours is served
-		p.retire(<-got)
-		var places []int
-		for _, ev := range l.events() {
-			places = append(places, ev.Place)
-		}
-		if want := []int{3, 2, 1}; !slices.Equal(places, want) {
-			t.Errorf("places %v, want %v", places, want)
-		}
-	})
 }
 
 func TestCallProgressKeepsTheServersPathsPrivate(t *testing.T) {

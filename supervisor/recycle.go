@@ -113,7 +113,7 @@ func (s *Supervisor) recycle(ctx context.Context, w *worker) error {
 		w.baseline = w.made // the first recycled runner's
 	}
 	switch {
-	case w.dead():
+	case w.Dead():
 		return errors.New("its process has ended")
 	case w.spent:
 		return errors.New("its call was stopped or failed")

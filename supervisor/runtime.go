@@ -296,15 +296,15 @@ func (s *Supervisor) makeSnapshot(ctx context.Context, rt *runtimeFiles, path, c
 	var modules []string
 	if rt.deps != nil {
 		if err := w.conn.Install(ctx, rt.deps.wheels); err != nil {
-			w.kill()
-			return fmt.Errorf("install --deps for the snapshot: %w (%s)", err, w.stderrTail())
+			w.Kill()
+			return fmt.Errorf("install --deps for the snapshot: %w (%s)", err, w.StderrTail())
 		}
 		modules = rt.deps.modules
 	}
 	data, err := w.conn.Snapshot(ctx, modules)
-	w.kill()
+	w.Kill()
 	if err != nil {
-		return fmt.Errorf("make snapshot: %w (%s)", err, w.stderrTail())
+		return fmt.Errorf("make snapshot: %w (%s)", err, w.StderrTail())
 	}
 	if codeCache != "" {
 		// Before the snapshot is written: one without its template would

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	"go.uber.org/zap"
+
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
 )
 
 // readyRuntime is the runtime as calls and workers see it: the files every
@@ -26,8 +28,8 @@ type readyRuntime struct {
 // current runtime (current). What a build does is the supervisor's (see
 // buildRuntime): the keeper holds the state, and who waits for what.
 type runtimeKeeper struct {
-	ctx context.Context // the supervisor's: a build ends when it closes
-	wg  *tracker        // the supervisor's: builds run on its goroutines
+	ctx context.Context  // the supervisor's: a build ends when it closes
+	wg  *tracker.Tracker // the supervisor's: builds run on its goroutines
 	log *zap.Logger
 
 	// build makes the runtime the first time; started then begins what
@@ -109,7 +111,7 @@ func (p *preparation) hear(progress func(string)) (stop func()) {
 // unless one is under way; a preparation that failed is tried again by the
 // next call. progress, if not nil, hears the steps of the preparation.
 // The caller must be counted by the supervisor's tracker: a call it
-// admitted (see tracker.enter) or a goroutine it started.
+// admitted (see tracker.Tracker.Enter) or a goroutine it started.
 func (k *runtimeKeeper) ensure(ctx context.Context, progress func(string)) (*readyRuntime, error) {
 	if rt := k.cur.Load(); rt != nil {
 		return rt, nil

@@ -9,6 +9,8 @@ import (
 	"testing/synctest"
 
 	"go.uber.org/zap"
+
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
 )
 
 // fakeBuilds is what a runtimeKeeper's builds do in these tests: no files,
@@ -27,7 +29,7 @@ type fakeBuilds struct {
 func (fb *fakeBuilds) keeper(t *testing.T) (*runtimeKeeper, context.CancelFunc) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	k := &runtimeKeeper{ctx: ctx, wg: new(tracker), log: zap.NewNop(), turn: make(chan struct{}, 1),
+	k := &runtimeKeeper{ctx: ctx, wg: new(tracker.Tracker), log: zap.NewNop(), turn: make(chan struct{}, 1),
 		build: func(ctx context.Context, progress func(string)) (*readyRuntime, error) {
 			fb.builds.Add(1)
 			progress("building")
@@ -123,7 +125,7 @@ func TestRuntimeKeeperWaitAndClose(t *testing.T) {
 			t.Errorf("ensure of a cancelled call = %v", err)
 		}
 		cancel()
-		<-k.wg.shut()
+		<-k.wg.Shut()
 		if _, err := k.ensure(context.Background(), nil); !errors.Is(err, errClosed) {
 			t.Errorf("ensure after close = %v, want errClosed", err)
 		}

@@ -38,10 +38,10 @@ type Session struct {
 
 // NewSession starts a session's worker and returns once it is ready.
 func (s *Supervisor) NewSession(ctx context.Context) (*Session, error) {
-	if !s.wg.enter() {
+	if !s.wg.Enter() {
 		return nil, errClosed
 	}
-	defer s.wg.leave()
+	defer s.wg.Leave()
 	if _, err := s.runtime.ensure(ctx, nil); err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (s *Supervisor) addSession(w *worker) (*Session, error) {
 	s.sessionsMu.Lock()
 	defer s.sessionsMu.Unlock()
 	if s.ctx.Err() != nil {
-		w.kill()
+		w.Kill()
 		return nil, errClosed
 	}
 	s.sessions[ss] = struct{}{}
@@ -95,22 +95,22 @@ func (ss *Session) Err() error {
 // killed (time, memory) or crashed ends it, says so in its result, and
 // every later call fails with ErrSessionLost.
 func (ss *Session) Run(ctx context.Context, req Request) (Result, error) {
-	if !ss.s.wg.enter() {
+	if !ss.s.wg.Enter() {
 		return Result{}, errClosed
 	}
-	defer ss.s.wg.leave()
+	defer ss.s.wg.Leave()
 	if err := ss.take(ctx); err != nil {
 		return Result{}, err
 	}
 	defer func() { <-ss.turn }()
-	if ss.lost == nil && ss.w.dead() {
-		ss.lost = fmt.Errorf("its worker ended while idle (%s)", ss.w.exitStatus())
+	if ss.lost == nil && ss.w.Dead() {
+		ss.lost = fmt.Errorf("its worker ended while idle (%s)", ss.w.ExitStatus())
 	}
 	if ss.lost != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrSessionLost, ss.lost)
 	}
 	res, err := ss.s.serve(ctx, req, ss)
-	if ss.w.dead() || err != nil && ss.s.ctx.Err() != nil {
+	if ss.w.Dead() || err != nil && ss.s.ctx.Err() != nil {
 		ss.lost = errors.New("its worker was stopped during a call")
 		res.SessionLost = true
 		if res.Status == StatusRunError {
@@ -150,7 +150,7 @@ func (ss *Session) end(why error) {
 	}
 	s.sessionsMu.Unlock()
 	if live {
-		ss.w.kill()
+		ss.w.Kill()
 		s.log.Debug("session ended", zap.Int("pid", ss.w.proc.Pid()))
 	}
 }

@@ -122,7 +122,7 @@ func (ss *Session) watch(ctx context.Context, u usage, limits idleLimits) {
 				return
 			}
 			if ss.lost == nil {
-				ss.lost = fmt.Errorf("its worker ended while idle (%s)", ss.w.exitStatus())
+				ss.lost = fmt.Errorf("its worker ended while idle (%s)", ss.w.ExitStatus())
 			}
 			why := ss.lost
 			<-ss.turn
@@ -153,7 +153,7 @@ func (ss *Session) watch(ctx context.Context, u usage, limits idleLimits) {
 			ss.end(why)
 			return
 		}
-		if err != nil && !warned && !ss.w.dead() {
+		if err != nil && !warned && !ss.w.Dead() {
 			warned = true
 			ss.s.log.Warn("cannot read a session worker's use: its limits between calls are not enforced while this lasts", zap.Int("pid", ss.w.proc.Pid()), zap.Error(err))
 		}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
 )
 
 // fakeProcess is a worker process whose memory and CPU time the test sets.
@@ -90,7 +92,7 @@ func (p *fakeProcess) useCPU(d time.Duration) {
 func fakeSession(t *testing.T, s *Supervisor) (*Session, *fakeProcess) {
 	t.Helper()
 	p := newFakeProcess()
-	w := newWorker(new(tracker), p, nopCloser{}, strings.NewReader(""), zap.NewNop(), func() {})
+	w := newWorker(new(tracker.Tracker), p, nopCloser{}, strings.NewReader(""), zap.NewNop(), func() {})
 	ss, err := s.addSession(w)
 	if err != nil {
 		t.Fatal(err)

@@ -47,8 +47,8 @@ func (s *Supervisor) restore(w *worker) {
 		start := time.Now()
 		ready, err := w.conn.Restore(ctx)
 		if err != nil {
-			w.kill()
-			sb.err = fmt.Errorf("restore: %w (%s)", err, w.stderrTail())
+			w.Kill()
+			sb.err = fmt.Errorf("restore: %w (%s)", err, w.StderrTail())
 			return
 		}
 		sb.err = s.serving(ctx, w, ready)
@@ -98,26 +98,5 @@ func awaitWorking(ctx context.Context, done <-chan struct{}, u usage, every time
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
-	}
-}
-
-// readiness ranks how soon a worker can take a call, soonest first.
-type readiness int
-
-const (
-	restored  readiness = iota // its interpreter is made
-	restoring                  // its interpreter is being made
-	onStandby                  // nobody has asked for its interpreter yet
-)
-
-// readiness says how soon w can take a call.
-func (w *worker) readiness() readiness {
-	switch {
-	case w.standby == nil || w.standby.made():
-		return restored
-	case w.standby.asked.Load():
-		return restoring
-	default:
-		return onStandby
 	}
 }

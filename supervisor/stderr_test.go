@@ -82,7 +82,7 @@ func TestStderrDrained(t *testing.T) {
 			<-written
 			t.Fatal("the writer is blocked: stderr is no longer read")
 		}
-		tail := w.stderrTail()
+		tail := w.StderrTail()
 		if !strings.HasSuffix(tail, "\nthe last line") {
 			t.Errorf("stderr's last line is not kept: %.300q", tail)
 		}

@@ -16,6 +16,8 @@ import (
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/js"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/pool"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/mount"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/proc"
@@ -156,12 +158,12 @@ func (c Config) CancelWait() time.Duration { return c.WithDefaults().Grace + tim
 // Errors of calls that could not get a worker. Only the first two mean
 // that the server is busy.
 var (
-	ErrQueueFull    = errors.New("all workers are busy and the queue of waiting calls is full")
-	ErrQueueTimeout = errors.New("no worker was free in time")
+	ErrQueueFull    = pool.ErrQueueFull
+	ErrQueueTimeout = pool.ErrQueueTimeout
 	// ErrUnavailable is what calls get, at once, while workers cannot start
 	// (deno is gone, the runtime cannot be rebuilt): no worker is warm or
 	// starting and the last start failed. It wraps why.
-	ErrUnavailable = errors.New("no Python worker can start")
+	ErrUnavailable = pool.ErrUnavailable
 	// ErrDeps marks the runtime's preparation failing because Deps cannot
 	// be installed (see Config.Fatal); the error wraps the reason too.
 	ErrDeps = errors.New("--deps cannot be installed")
@@ -206,13 +208,13 @@ type Supervisor struct {
 	cancel context.CancelFunc
 	// wg counts the calls in the supervisor and every goroutine it
 	// starts, and admits no call once Close has begun: Close waits for it.
-	wg tracker
+	wg tracker.Tracker
 
 	runtime *runtimeKeeper // prepares, repairs and hands out the runtime
 	bridge  *bridge.Server // set by the runtime's first build
 	run     *runDir        // set with the bridge: this server's temporary files
 	launch  launcher       // starts worker processes
-	pool    *pool
+	pool    *workerPool
 	learn   *learner
 	memOnce sync.Once // the first worker's memory has been read
 
@@ -227,8 +229,9 @@ type Supervisor struct {
 	mounts []*mount.Folder // cfg.Mounts, each pinned to its folder at New
 }
 
-// errClosed is what calls get once Close has begun.
-var errClosed = errors.New("the supervisor is closed: it runs no more calls")
+// errClosed is what calls get once Close has begun: the pool's, which
+// calls waiting for a worker get.
+var errClosed = pool.ErrClosed
 
 // New returns a supervisor for cfg. It starts nothing: see Start and Warmup.
 func New(cfg Config, log *zap.Logger) *Supervisor {
@@ -250,26 +253,21 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 	s.learn = newLearner()
 	s.metrics = newMetrics(s, cfg.Metrics, log)
 	s.launch = platformLauncher(cfg.MemoryLimit)
-	s.pool = &pool{
-		cfg: poolConfig{Workers: cfg.Workers, Warm: cfg.Warm, Queue: cfg.Queue, QueueTimeout: cfg.QueueTimeout,
-			PerPrincipal: max(cfg.MaxCallsPerPrincipal, 0)},
-		start:    func(ctx context.Context, kind string) (*worker, error) { return s.startWorker(ctx, roleCall, kind) },
-		restore:  s.restore,
-		hot:      s.learn.hot,
-		ctx:      ctx,
-		wg:       &s.wg,
-		log:      log,
-		restarts: s.metrics.restarts,
-		wait:     s.metrics.poolWait,
+	hooks := pool.Hooks[*worker]{
+		Start:   func(ctx context.Context, kind string) (*worker, error) { return s.startWorker(ctx, roleCall, kind) },
+		Restore: s.restore,
+		Hot:     s.learn.hot,
 	}
 	if proc.HasThreads {
 		// A worker process serves several calls, a runner each (recycle.go).
-		s.pool.recycle = s.recycle
+		hooks.Recycle = s.recycle
 	}
 	if cfg.Networking && len(cfg.AllowNet) == 0 {
-		s.addrs = newAddrWatch(net.InterfaceAddrs, log, s.pool.retireStale)
-		s.pool.stale = func(w *worker) bool { return s.addrs.stale(w.netGen) }
+		s.addrs = newAddrWatch(net.InterfaceAddrs, log, func() { s.pool.RetireStale() })
+		hooks.Stale = func(w *worker) bool { return s.addrs.stale(w.netGen) }
 	}
+	s.pool = pool.New(ctx, pool.Config{Workers: cfg.Workers, Warm: cfg.Warm, Queue: cfg.Queue, QueueTimeout: cfg.QueueTimeout,
+		PerPrincipal: max(cfg.MaxCallsPerPrincipal, 0)}, hooks, &s.wg, log, s.metrics.restarts, s.metrics.poolWait)
 	return s
 }
 
@@ -338,10 +336,10 @@ func knownPythonVersion(cacheDir string) string {
 // second, misleading error about the runtime. A failure is logged; calls
 // retry the preparation.
 func (s *Supervisor) Start(ctx context.Context) {
-	if !s.wg.enter() {
+	if !s.wg.Enter() {
 		return
 	}
-	defer s.wg.leave()
+	defer s.wg.Leave()
 	_, _ = s.runtime.preparing()
 }
 
@@ -350,10 +348,10 @@ func (s *Supervisor) Start(ctx context.Context) {
 // Returning early when ctx ends, it leaves the preparation running: Close
 // stops it.
 func (s *Supervisor) Warmup(ctx context.Context, progress func(step string)) error {
-	if !s.wg.enter() {
+	if !s.wg.Enter() {
 		return errClosed
 	}
-	defer s.wg.leave()
+	defer s.wg.Leave()
 	_, err := s.runtime.ensure(ctx, progress)
 	return err
 }
@@ -362,18 +360,18 @@ func (s *Supervisor) Warmup(ctx context.Context, progress func(step string)) err
 // time limit and crashes of its worker are reported in the Result; the
 // error is for calls that could not be run at all.
 func (s *Supervisor) Run(ctx context.Context, req Request) (Result, error) {
-	if !s.wg.enter() {
+	if !s.wg.Enter() {
 		return Result{}, errClosed
 	}
-	defer s.wg.leave()
+	defer s.wg.Leave()
 	return s.serve(ctx, req, pooled{s})
 }
 
 // Health reports the pool's state, for readiness checks.
 func (s *Supervisor) Health() Health {
-	h := s.pool.health()
-	h.Sessions = s.sessionCount()
-	return h
+	h := s.pool.Health()
+	return Health{Warm: h.Warm, Busy: h.Busy, Starting: h.Starting, Waiting: h.Waiting, Sessions: s.sessionCount(),
+		Wait: h.Wait, Ready: h.Ready, Err: h.Err}
 }
 
 // PythonVersion returns the major.minor version of the Python that runs calls.
@@ -400,10 +398,10 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	s.cancel()
 	// Before shut: their kills run on goroutines of the tracker, which
 	// starts none once shut with nothing running.
-	s.pool.close()
+	s.pool.Close()
 	s.closeSessions()
 	select {
-	case <-s.wg.shut():
+	case <-s.wg.Shut():
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -56,9 +56,7 @@ func testCache(t *testing.T) string {
 // where threads cannot be counted (see recycle.go): for tests of what a
 // worker process's start does. Before s's first call.
 func oneCallPerProcess(s *Supervisor) {
-	s.pool.mu.Lock()
-	defer s.pool.mu.Unlock()
-	s.pool.recycle = nil
+	s.pool.StopRecycling()
 }
 
 func start(t *testing.T, cfg Config, opts ...zaptest.LoggerOption) *Supervisor {

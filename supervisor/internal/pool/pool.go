@@ -1,8 +1,21 @@
-package supervisor
+// Package pool hands out warm workers to calls: it owns how many workers
+// live, which are warm, who waits for one and in what order, when a
+// worker is restored ahead of calls, recycled after one or killed, and the
+// backoff of failed starts. Each of its workers is in one state of
+// workerState's table, and counts, health and metrics are read from them.
+//
+// It knows a worker only as a Worker, and gets what it does with one from
+// its Hooks: how one starts, is restored from standby, is recycled for the
+// next call, and whether it is stale. It must not know what a worker runs
+// (deno, Pyodide, the bridge), the supervisor that owns it, nor a call's
+// progress: a waiting call hears its place in the queue through the
+// callback it hands to Acquire.
+package pool
 
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -12,6 +25,20 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/supervisor/backoff"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
+)
+
+// Errors of calls that could not get a worker; the supervisor gives them
+// to its callers as its own.
+var (
+	ErrQueueFull    = errors.New("all workers are busy and the queue of waiting calls is full")
+	ErrQueueTimeout = errors.New("no worker was free in time")
+	// ErrUnavailable is what calls get, at once, while workers cannot start:
+	// no worker is warm or starting and the last start failed. It wraps why.
+	ErrUnavailable = errors.New("no Python worker can start")
+	// ErrClosed is what calls get once the pool's context has ended or it
+	// is closed: its supervisor closes.
+	ErrClosed = errors.New("the supervisor is closed: it runs no more calls")
 )
 
 // Backoff of failed worker starts.
@@ -20,8 +47,8 @@ const (
 	maxBackoff = 30 * time.Second
 )
 
-// poolConfig is what the pool needs of the supervisor's Config.
-type poolConfig struct {
+// Config is how many workers the pool keeps, and how long calls wait.
+type Config struct {
 	Workers      int           // live worker limit
 	Warm         int           // idle workers kept ready
 	Queue        int           // calls that may wait for a worker
@@ -32,16 +59,54 @@ type poolConfig struct {
 	Busy time.Duration
 }
 
-// defaultBusy is poolConfig.Busy's default: calls that come within it of
-// each other find every warm worker restored, as they would without
-// standby workers; a server idle that long holds half of them on standby.
+// defaultBusy is Config.Busy's default: calls that come within it of each
+// other find every warm worker restored, as they would without standby
+// workers; a server idle that long holds half of them on standby.
 const defaultBusy = 30 * time.Second
 
-// workerPool hands out warm workers. Each of its workers is a member in one
+// Hooks are what the pool does with its workers, beyond asking them what
+// Worker offers.
+type Hooks[W Worker] struct {
+	// Start boots a worker of kind ("" for a plain one); it ends with ctx.
+	Start func(ctx context.Context, kind string) (W, error)
+	// Restore makes a standby worker's interpreter in the background; the
+	// worker's RestoreEnded is closed once it has. Nil when workers start
+	// restored.
+	Restore func(w W)
+	// Recycle makes a worker whose call is over fit for the next call, in
+	// the same process, or fails, and the worker is killed. Nil when each
+	// worker serves one call: Retire then kills every worker.
+	Recycle func(ctx context.Context, w W) error
+	// Hot are the kinds of worker to keep one warm worker of each, most
+	// wanted first; nil for none.
+	Hot func() []string
+	// Stale reports a worker whose network permissions are out of date: it
+	// is not kept warm (see RetireStale). Nil when none can be.
+	Stale func(w W) bool
+}
+
+// Health is a snapshot of the pool's state.
+type Health struct {
+	Warm     int // idle workers ready for a call, restored or on standby
+	Busy     int // workers running a call
+	Starting int // workers booting, or being restored from standby
+	Waiting  int // calls waiting for a worker
+	// Wait is how long a new call would wait for a worker, estimated from
+	// the recent waits; 0 when one is warm.
+	Wait time.Duration
+	// Ready reports that the pool serves calls: a worker has started,
+	// workers can start, and a new call would wait no longer than
+	// Config.QueueTimeout.
+	Ready bool
+	// Err says why workers cannot be started, while none can.
+	Err string
+}
+
+// Pool hands out warm workers. Each of its workers is a member in one
 // state (see workerState): starting, warm (on standby, restoring or ready),
-// busy (taken by a call) or dying. Once begun, the pool starts workers while
-// fewer than Warm are warm or starting, plus one per waiting call, never
-// more than Workers alive at once.
+// busy (taken by a call), recycling or dying. Once begun, the pool starts
+// workers while fewer than Warm are warm or starting, plus one per waiting
+// call, never more than Workers alive at once.
 //
 // Calls that find no warm worker wait. The queue is bounded by how long a
 // call would wait, not by how many wait: a call whose estimated wait is over
@@ -50,29 +115,22 @@ const defaultBusy = 30 * time.Second
 // PerPrincipal workers, and a free worker goes to the waiting principal
 // served least recently, first come first served within a principal.
 //
-// It knows workers through poolWorker only, and gets them from start: the
-// seam that its tests replace with workers in memory.
-type workerPool[W poolWorker] struct {
-	cfg   poolConfig
-	start func(ctx context.Context, kind string) (W, error)
-	// restore makes a standby worker's interpreter in the background (see
-	// standby.go); nil when workers start restored.
+// A call's worker goes back with Retire: recycled for the next call when
+// Hooks.Recycle is set (see Recycles), else killed and replaced.
+type Pool[W Worker] struct {
+	cfg     Config
+	start   func(ctx context.Context, kind string) (W, error)
 	restore func(w W)
-	// recycle makes a worker whose call is over fit for the next call, in
-	// the same process (see recycle.go), or fails, and the worker is
-	// killed; nil when each worker serves one call.
 	recycle func(ctx context.Context, w W) error
-	// hot are the kinds of worker (learned package sets, see learn.go) to
-	// keep one warm worker of each, most wanted first; nil for none.
-	hot func() []string
-	// stale reports a worker whose network permissions are out of date
-	// (see addrWatch): it is not kept warm. Nil when none can be.
-	stale    func(w W) bool
-	ctx      context.Context // the supervisor's: ends when it closes
-	wg       *tracker        // the supervisor's: every goroutine that starts or kills workers
-	log      *zap.Logger
+	hot     func() []string
+	stale   func(w W) bool
+	ctx     context.Context  // ends when the pool's owner closes
+	wg      *tracker.Tracker // the owner's: every goroutine that starts or kills workers
+	log     *zap.Logger
+	// restarts counts workers replaced for failing: a failed start, a
+	// worker dead while warm or one that did not answer (Discard).
 	restarts prometheus.Counter
-	wait     prometheus.Observer
+	wait     prometheus.Observer // how long calls waited for a worker, in seconds
 
 	mu     sync.Mutex
 	begun  bool // start may be called: the runtime exists
@@ -99,6 +157,34 @@ type workerPool[W poolWorker] struct {
 	failed map[string]*startFailures
 }
 
+// New returns a pool of cfg that does with its workers what h says, and
+// starts none until Begin. Its goroutines are wg's, and end with ctx;
+// restarts counts workers replaced for failing, wait observes how long
+// calls waited.
+func New[W Worker](ctx context.Context, cfg Config, h Hooks[W], wg *tracker.Tracker, log *zap.Logger, restarts prometheus.Counter, wait prometheus.Observer) *Pool[W] {
+	return &Pool[W]{cfg: cfg, start: h.Start, restore: h.Restore, recycle: h.Recycle, hot: h.Hot, stale: h.Stale,
+		ctx: ctx, wg: wg, log: log, restarts: restarts, wait: wait}
+}
+
+// Recycles reports whether a retired worker's process serves the next call
+// (Hooks.Recycle is set), rather than being killed.
+func (p *Pool[W]) Recycles() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.recycle != nil
+}
+
+// StopRecycling has every worker retired from now on killed, as without
+// Hooks.Recycle: each worker process then serves one call, as where
+// recycling is not safe. It is called while no worker is recycling, before
+// calls: the supervisor's tests of what a worker process's start does use
+// it.
+func (p *Pool[W]) StopRecycling() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.recycle = nil
+}
+
 // startFailures are the starts of one kind of worker that failed in a row.
 type startFailures struct {
 	n        int   // consecutive failed starts
@@ -109,19 +195,19 @@ type startFailures struct {
 
 // retrying reports whether starts of kind wait for their backoff. p.mu
 // must be held.
-func (p *workerPool[W]) retrying(kind string) bool {
+func (p *Pool[W]) retrying(kind string) bool {
 	f := p.failed[kind]
 	return f != nil && f.retrying
 }
 
 // grant is what a waiting call gets: a worker, or why none will come.
-type grant[W poolWorker] struct {
+type grant[W Worker] struct {
 	m   *member[W]
 	err error
 }
 
 // waiter is a call waiting for a worker.
-type waiter[W poolWorker] struct {
+type waiter[W Worker] struct {
 	ch        chan grant[W] // buffered: a grant never blocks the pool
 	principal string
 	kind      string // the kind of worker it prefers; it takes a plain one too
@@ -136,7 +222,7 @@ const perPlaceWeight = 0.25
 // unavailable says why no call can be served now: no worker is warm or
 // starting and the last plain start failed, so waiting would only end in the
 // queue timeout. Nil when calls may wait. p.mu must be held.
-func (p *workerPool[W]) unavailable() error {
+func (p *Pool[W]) unavailable() error {
 	f := p.failed[""] // every call takes a plain worker
 	if f == nil || slices.ContainsFunc(p.members, func(m *member[W]) bool { return m.state.coming() || m.state.warm() }) {
 		return nil
@@ -144,28 +230,30 @@ func (p *workerPool[W]) unavailable() error {
 	return fmt.Errorf("%w: %v", ErrUnavailable, f.lastErr)
 }
 
-// begin lets the pool start workers.
-func (p *workerPool[W]) begin() {
+// Begin lets the pool start workers: what they start from exists.
+func (p *Pool[W]) Begin() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.begun = true
 	p.refill()
 }
 
-// acquire returns a warm worker for a call of principal, waiting in the
-// queue if all are busy (or principal holds its share). The worker is the
-// caller's until it calls retire.
+// Acquire returns a warm worker for a call of principal, waiting in the
+// queue if all are busy (or principal holds its share); queued, unless
+// nil, hears the call's place in the queue (1 for the first) as it
+// changes. The worker is the caller's until it calls Retire, End or
+// Discard.
 //
 // A call that names a kind gets a warm worker of that kind if there is
 // one, else a plain one; a worker of another kind goes to no call of
 // another kind (its interpreter has other packages loaded), but one idle
 // while a call waits is retired, for a plain one to start in its place.
-func (p *workerPool[W]) acquire(ctx context.Context, principal, kind string) (W, error) {
+func (p *Pool[W]) Acquire(ctx context.Context, principal, kind string, queued func(place int)) (W, error) {
 	var none W
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return none, errClosed
+		return none, ErrClosed
 	}
 	// Warm workers are handed to waiting calls as they come, so a warm
 	// worker that fits now fits no waiting call.
@@ -174,7 +262,7 @@ func (p *workerPool[W]) acquire(ctx context.Context, principal, kind string) (W,
 		if m == nil {
 			break
 		}
-		if m.w.dead() {
+		if m.w.Dead() {
 			// Died while idle, a moment before watchIdle would have seen it.
 			p.lose(m)
 			continue
@@ -206,16 +294,18 @@ func (p *workerPool[W]) acquire(ctx context.Context, principal, kind string) (W,
 		timeout = t.C
 	}
 	// The call's client hears its place in the queue as it changes.
-	progress := progressFrom(ctx)
+	if queued == nil {
+		queued = func(int) {}
+	}
 	place := wt.ahead + 1
-	progress.queued(place)
+	queued(place)
 	var err error
 	for err == nil {
 		select {
 		case <-wt.moved:
 			if now := p.place(wt); now > 0 && now != place {
 				place = now
-				progress.queued(place)
+				queued(place)
 			}
 		case g := <-wt.ch:
 			p.wait.Observe(time.Since(wt.since).Seconds())
@@ -225,13 +315,13 @@ func (p *workerPool[W]) acquire(ctx context.Context, principal, kind string) (W,
 			return g.m.w, nil
 		case <-timeout:
 			err = fmt.Errorf("%w: none became free within the queue timeout of %s", ErrQueueTimeout, p.cfg.QueueTimeout)
-			if health := p.health(); health.Err != "" {
+			if health := p.Health(); health.Err != "" {
 				err = fmt.Errorf("%w: %s", ErrUnavailable, health.Err)
 			}
 		case <-ctx.Done():
 			err = fmt.Errorf("waiting for a free worker: %w", context.Cause(ctx))
 		case <-p.ctx.Done():
-			err = errClosed
+			err = ErrClosed
 		}
 	}
 	p.wait.Observe(time.Since(wt.since).Seconds())
@@ -255,7 +345,7 @@ func (p *workerPool[W]) acquire(ctx context.Context, principal, kind string) (W,
 
 // unqueue takes the i-th waiter out of the queue and tells those after it
 // that their place changed. p.mu must be held.
-func (p *workerPool[W]) unqueue(i int) {
+func (p *Pool[W]) unqueue(i int) {
 	p.waiters = slices.Delete(p.waiters, i, i+1)
 	for _, wt := range p.waiters[i:] {
 		select {
@@ -266,7 +356,7 @@ func (p *workerPool[W]) unqueue(i int) {
 }
 
 // place is wt's place in the queue, 1 for the first; 0 once it left.
-func (p *workerPool[W]) place(wt *waiter[W]) int {
+func (p *Pool[W]) place(wt *waiter[W]) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.Index(p.waiters, wt) + 1
@@ -275,7 +365,7 @@ func (p *workerPool[W]) place(wt *waiter[W]) int {
 // admit refuses a call that would wait too long: past Queue calls waiting,
 // or with a wait estimated from recent ones over QueueTimeout. p.mu must be
 // held.
-func (p *workerPool[W]) admit() error {
+func (p *Pool[W]) admit() error {
 	n := len(p.waiters)
 	if n >= p.cfg.Queue {
 		return fmt.Errorf("%w: %d calls wait for %d workers", ErrQueueFull, n, p.cfg.Workers)
@@ -303,7 +393,7 @@ func soonest(s workerState) int {
 
 // fitting returns the warm worker for a call of kind: one of that kind,
 // else the plain one soonest ready; nil when none fits. p.mu must be held.
-func (p *workerPool[W]) fitting(kind string) *member[W] {
+func (p *Pool[W]) fitting(kind string) *member[W] {
 	var plain *member[W]
 	for _, m := range p.members {
 		switch {
@@ -320,7 +410,7 @@ func (p *workerPool[W]) fitting(kind string) *member[W] {
 // evictIdle retires the warm workers of a kind that no waiting call wants,
 // while a call waits for lack of a plain one: its slot serves the queue
 // better with a plain worker. p.mu must be held.
-func (p *workerPool[W]) evictIdle() {
+func (p *Pool[W]) evictIdle() {
 	for _, m := range p.members {
 		if m.state.warm() && m.kind != "" && !slices.ContainsFunc(p.waiters, func(wt *waiter[W]) bool { return wt.kind == m.kind }) {
 			p.reap(m)
@@ -330,12 +420,12 @@ func (p *workerPool[W]) evictIdle() {
 
 // reap kills m's worker, which counts against Workers until it is gone,
 // and then refills. p.mu must be held.
-func (p *workerPool[W]) reap(m *member[W]) {
+func (p *Pool[W]) reap(m *member[W]) {
 	if !p.move(m, stateDying) {
 		return
 	}
 	p.wg.Go(func() {
-		m.w.kill()
+		m.w.Kill()
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.move(m, stateGone)
@@ -345,11 +435,11 @@ func (p *workerPool[W]) reap(m *member[W]) {
 
 // lose drops a warm worker found dead, killed to release its connection,
 // and starts its replacement. p.mu must be held.
-func (p *workerPool[W]) lose(m *member[W]) {
+func (p *Pool[W]) lose(m *member[W]) {
 	if !p.move(m, stateGone) {
 		return
 	}
-	p.wg.Go(m.w.kill)
+	p.wg.Go(m.w.Kill)
 	if !p.closed {
 		p.restarts.Inc()
 		p.refill()
@@ -358,12 +448,12 @@ func (p *workerPool[W]) lose(m *member[W]) {
 
 // mayHold reports whether principal may take one more worker. p.mu must be
 // held.
-func (p *workerPool[W]) mayHold(principal string) bool {
+func (p *Pool[W]) mayHold(principal string) bool {
 	return p.cfg.PerPrincipal <= 0 || principal == "" || p.holding(principal) < p.cfg.PerPrincipal
 }
 
 // holding returns how many busy workers serve principal. p.mu must be held.
-func (p *workerPool[W]) holding(principal string) int {
+func (p *Pool[W]) holding(principal string) int {
 	n := 0
 	for _, m := range p.members {
 		if m.state == stateBusy && m.principal == principal {
@@ -374,7 +464,7 @@ func (p *workerPool[W]) holding(principal string) int {
 }
 
 // take makes m busy for principal. p.mu must be held.
-func (p *workerPool[W]) take(m *member[W], principal string) {
+func (p *Pool[W]) take(m *member[W], principal string) {
 	if !p.move(m, stateBusy) {
 		return
 	}
@@ -389,20 +479,20 @@ func (p *workerPool[W]) take(m *member[W], principal string) {
 
 // forget drops what the pool keeps of a principal that has no busy worker
 // and no waiting call. p.mu must be held.
-func (p *workerPool[W]) forget(principal string) {
+func (p *Pool[W]) forget(principal string) {
 	if p.holding(principal) > 0 || slices.ContainsFunc(p.waiters, func(wt *waiter[W]) bool { return wt.principal == principal }) {
 		return
 	}
 	delete(p.served, principal)
 }
 
-// retire ends a worker's call: one call per interpreter. Its process is
-// recycled for the next call where workers are (see recycle.go), else
-// killed.
-func (p *workerPool[W]) retire(w W) { p.end(w, p.recycle != nil) }
+// Retire ends a worker's call: one call per interpreter. Its process is
+// recycled for the next call where Hooks.Recycle is set, else killed.
+func (p *Pool[W]) Retire(w W) { p.End(w, true) }
 
-// end takes w back from its call, and recycles it or kills it.
-func (p *workerPool[W]) end(w W, recycle bool) {
+// End takes w back from its call, and recycles it (when recycle and the
+// pool recycles: see Recycles) or kills it.
+func (p *Pool[W]) End(w W, recycle bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	m := p.find(w)
@@ -412,7 +502,7 @@ func (p *workerPool[W]) end(w W, recycle bool) {
 	}
 	principal := m.principal
 	m.principal = ""
-	if recycle && !p.closed && !p.crowdsOut(m) && p.move(m, stateRecycling) {
+	if recycle && p.recycle != nil && !p.closed && !p.crowdsOut(m) && p.move(m, stateRecycling) {
 		p.wg.Go(func() { p.recycleOne(m) })
 	} else {
 		p.reap(m)
@@ -425,21 +515,21 @@ func (p *workerPool[W]) end(w W, recycle bool) {
 	p.restoreAhead()
 }
 
-// discard kills a worker taken for a call that turned out not to be fit for
-// one (it did not answer): unlike retire, it counts as a restart.
-func (p *workerPool[W]) discard(w W, why error) {
+// Discard kills a worker taken for a call that turned out not to be fit
+// for one (it did not answer): unlike Retire, it counts as a restart.
+func (p *Pool[W]) Discard(w W, why error) {
 	p.restarts.Inc()
-	p.log.Warn("a warm worker did not answer; replacing it", zap.Int("pid", w.pid()), zap.Error(why))
-	p.end(w, false)
+	p.log.Warn("a warm worker did not answer; replacing it", zap.Int("pid", w.Pid()), zap.Error(why))
+	p.End(w, false)
 }
 
 // recycleOne recycles the worker of recycling m and offers it, or kills it.
-func (p *workerPool[W]) recycleOne(m *member[W]) {
+func (p *Pool[W]) recycleOne(m *member[W]) {
 	err := p.recycle(p.ctx, m.w)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil {
-		p.log.Debug("a worker is retired rather than recycled", zap.Int("pid", m.w.pid()), zap.Error(err))
+		p.log.Debug("a worker is retired rather than recycled", zap.Int("pid", m.w.Pid()), zap.Error(err))
 		p.reap(m)
 		return
 	}
@@ -448,12 +538,12 @@ func (p *workerPool[W]) recycleOne(m *member[W]) {
 
 // offer gives a ready worker, just started or handed back, to a waiting
 // call (see dispatch), or keeps it warm. p.mu must be held.
-func (p *workerPool[W]) offer(m *member[W]) {
+func (p *Pool[W]) offer(m *member[W]) {
 	if p.closed || p.stale != nil && p.stale(m.w) {
 		p.reap(m) // started as this host's addresses changed, or too late
 		return
 	}
-	if !p.move(m, warmState(m.w.readiness())) {
+	if !p.move(m, warmState(m.w.Readiness())) {
 		return
 	}
 	// Last of the warm ones: members keep the order they became warm in.
@@ -467,10 +557,10 @@ func (p *workerPool[W]) offer(m *member[W]) {
 	p.restoreAhead()
 }
 
-// retireStale replaces the warm workers that stale reports: made before
+// RetireStale replaces the warm workers that Hooks.Stale reports: made before
 // this host's addresses changed, their --deny-net lacks the new ones. Busy
 // workers keep theirs until their call ends, when they are retired anyway.
-func (p *workerPool[W]) retireStale() {
+func (p *Pool[W]) RetireStale() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed || p.stale == nil {
@@ -485,8 +575,8 @@ func (p *workerPool[W]) retireStale() {
 
 // restoredWanted is how many plain warm workers restoreAhead keeps
 // restored: all of them while calls come, half (rounded up) once the pool
-// has been idle for poolConfig.Busy. p.mu must be held.
-func (p *workerPool[W]) restoredWanted() int {
+// has been idle for Config.Busy. p.mu must be held.
+func (p *Pool[W]) restoredWanted() int {
 	if time.Now().Before(p.busyUntil) {
 		return p.cfg.Warm
 	}
@@ -494,9 +584,9 @@ func (p *workerPool[W]) restoredWanted() int {
 }
 
 // busyFor notes a call: every warm worker is wanted restored for
-// poolConfig.Busy, after which the extra ones are put back on standby.
+// Config.Busy, after which the extra ones are put back on standby.
 // p.mu must be held.
-func (p *workerPool[W]) busyFor() {
+func (p *Pool[W]) busyFor() {
 	if p.restore == nil {
 		return
 	}
@@ -516,7 +606,7 @@ func (p *workerPool[W]) busyFor() {
 // trimRestored retires the plain ready workers beyond restoredWanted:
 // their replacements start on standby, and the memory of their
 // interpreters goes back to the system. p.mu must be held.
-func (p *workerPool[W]) trimRestored() {
+func (p *Pool[W]) trimRestored() {
 	if p.closed || time.Now().Before(p.busyUntil) {
 		return
 	}
@@ -536,10 +626,10 @@ func (p *workerPool[W]) trimRestored() {
 
 // restoreAhead has the interpreters of standby workers made while fewer
 // plain warm workers than restoredWanted have theirs made or being made:
-// the rest stay on standby, which holds less memory at rest (see
-// standby.go). Workers of a kind do not count: they serve no plain call.
+// the rest stay on standby, which holds less memory at rest. Workers of a
+// kind do not count: they serve no plain call.
 // p.mu must be held.
-func (p *workerPool[W]) restoreAhead() {
+func (p *Pool[W]) restoreAhead() {
 	if p.restore == nil {
 		return
 	}
@@ -562,16 +652,16 @@ func (p *workerPool[W]) restoreAhead() {
 }
 
 // watchRestore makes a restoring worker ready once its restore has ended.
-// One whose restore failed is dead (see Supervisor.restore), and watchIdle
+// One whose restore failed is dead (Hooks.Restore kills it), and watchIdle
 // replaces it.
-func (p *workerPool[W]) watchRestore(m *member[W]) {
+func (p *Pool[W]) watchRestore(m *member[W]) {
 	select {
-	case <-m.w.restoreEnded():
-	case <-m.w.ended():
+	case <-m.w.RestoreEnded():
+	case <-m.w.Ended():
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if m.state == stateRestoring && !m.w.dead() {
+	if m.state == stateRestoring && !m.w.Dead() {
 		p.move(m, stateReady)
 	}
 }
@@ -579,7 +669,7 @@ func (p *workerPool[W]) watchRestore(m *member[W]) {
 // dispatch hands warm workers to waiting calls that may hold one: first the
 // principal served least recently, then the call that came first, each a
 // worker that fits it (see fitting). p.mu must be held.
-func (p *workerPool[W]) dispatch() {
+func (p *Pool[W]) dispatch() {
 	for {
 		next := -1
 		var m *member[W]
@@ -594,7 +684,7 @@ func (p *workerPool[W]) dispatch() {
 		if next < 0 {
 			return
 		}
-		if m.w.dead() {
+		if m.w.Dead() {
 			p.lose(m)
 			continue
 		}
@@ -616,7 +706,7 @@ func (p *workerPool[W]) dispatch() {
 // Of the Warm workers kept ready, one is of each hot kind (at most Warm-1
 // of them, so that one at least is plain) and the rest plain; waiting calls
 // get plain ones started, which fit every call.
-func (p *workerPool[W]) refill() {
+func (p *Pool[W]) refill() {
 	if p.closed || !p.begun {
 		return
 	}
@@ -637,7 +727,7 @@ func (p *workerPool[W]) refill() {
 }
 
 // hotKinds are the hot kinds refill keeps a worker of. p.mu must be held.
-func (p *workerPool[W]) hotKinds() []string {
+func (p *Pool[W]) hotKinds() []string {
 	if p.hot == nil || p.cfg.Warm <= 1 {
 		return nil
 	}
@@ -647,7 +737,7 @@ func (p *workerPool[W]) hotKinds() []string {
 
 // have counts the workers of kind that are warm or coming. p.mu must be
 // held.
-func (p *workerPool[W]) have(kind string) int {
+func (p *Pool[W]) have(kind string) int {
 	n := 0
 	for _, m := range p.members {
 		if m.kind == kind && (m.state.coming() || m.state.warm()) {
@@ -660,7 +750,7 @@ func (p *workerPool[W]) have(kind string) int {
 // crowdsOut reports whether recycling m, whose call is over, would keep out
 // of a full pool a hot kind that has no worker: its slot then goes to that
 // kind, as it would if each worker served one call. p.mu must be held.
-func (p *workerPool[W]) crowdsOut(m *member[W]) bool {
+func (p *Pool[W]) crowdsOut(m *member[W]) bool {
 	if len(p.members) < p.cfg.Workers {
 		return false
 	}
@@ -674,7 +764,7 @@ func (p *workerPool[W]) crowdsOut(m *member[W]) bool {
 
 // startOne boots the worker of starting m and offers it, or schedules a
 // retry.
-func (p *workerPool[W]) startOne(m *member[W]) {
+func (p *Pool[W]) startOne(m *member[W]) {
 	kind := m.kind
 	w, err := p.start(p.ctx, kind)
 	p.mu.Lock()
@@ -692,7 +782,7 @@ func (p *workerPool[W]) startOne(m *member[W]) {
 		delete(p.failed, kind)
 	}
 	// A kind that is gone or broken gives a plain worker.
-	m.w, m.kind = w, w.learnedSet()
+	m.w, m.kind = w, w.LearnedSet()
 	p.started = true
 	p.offer(m)
 	p.wg.Go(func() { p.watchIdle(m) })
@@ -701,7 +791,7 @@ func (p *workerPool[W]) startOne(m *member[W]) {
 
 // failedStart notes a failed start of kind and retries it after its
 // backoff. p.mu must be held.
-func (p *workerPool[W]) failedStart(kind string, err error) {
+func (p *Pool[W]) failedStart(kind string, err error) {
 	if p.failed == nil {
 		p.failed = map[string]*startFailures{}
 	}
@@ -732,21 +822,21 @@ func (p *workerPool[W]) failedStart(kind string, err error) {
 }
 
 // watchIdle replaces a warm worker that dies before a call takes it.
-func (p *workerPool[W]) watchIdle(m *member[W]) {
-	<-m.w.ended()
+func (p *Pool[W]) watchIdle(m *member[W]) {
+	<-m.w.Ended()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if m.state.warm() {
 		if !p.closed {
-			p.log.Warn("idle worker died", zap.String("status", m.w.exitStatus()), zap.String("stderr", m.w.stderrTail()))
+			p.log.Warn("idle worker died", zap.String("status", m.w.ExitStatus()), zap.String("stderr", m.w.StderrTail()))
 		}
 		p.lose(m)
 	}
 }
 
-// close stops starting workers and kills the warm ones; busy workers are
-// stopped by their calls, which see the supervisor's context end.
-func (p *workerPool[W]) close() {
+// Close stops starting workers and kills the warm ones; busy workers are
+// stopped by their calls, which see the owner's context end.
+func (p *Pool[W]) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true
@@ -760,15 +850,15 @@ func (p *workerPool[W]) close() {
 	}
 }
 
-// idle reports whether no call holds a worker and the pool starts none.
-func (p *workerPool[W]) idle() bool {
+// Idle reports whether no call holds a worker and the pool starts none.
+func (p *Pool[W]) Idle() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.count(stateBusy, stateStarting, stateRecycling) == 0
 }
 
-// health reports the pool's state.
-func (p *workerPool[W]) health() Health {
+// Health reports the pool's state.
+func (p *Pool[W]) Health() Health {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h := Health{Waiting: len(p.waiters)}

@@ -1,4 +1,4 @@
-package supervisor
+package pool
 
 import (
 	"fmt"
@@ -33,11 +33,11 @@ type workerState int
 
 const (
 	stateStarting  workerState = iota // start was called: no worker yet
-	stateStandby                      // warm, its interpreter not made nor asked for (see standby.go)
+	stateStandby                      // warm, its interpreter not made nor asked for (see Readiness)
 	stateRestoring                    // warm, its interpreter being made
 	stateReady                        // warm, its interpreter made
 	stateBusy                         // a call's, until it retires the worker
-	stateRecycling                    // its call over, its process starts a runner for the next (see recycle.go)
+	stateRecycling                    // its call over, its process starts a runner for the next (see Hooks.Recycle)
 	stateDying                        // being killed: it still counts against Workers
 	stateGone                         // out of the pool: its member is dropped
 )
@@ -97,18 +97,18 @@ func (s workerState) may(next workerState) bool {
 }
 
 // warmState is the warm state of a worker of readiness r.
-func warmState(r readiness) workerState {
+func warmState(r Readiness) workerState {
 	switch r {
-	case onStandby:
+	case OnStandby:
 		return stateStandby
-	case restoring:
+	case Restoring:
 		return stateRestoring
 	}
 	return stateReady
 }
 
 // member is a worker of the pool and its state: the pool's one record of it.
-type member[W poolWorker] struct {
+type member[W Worker] struct {
 	w     W      // the zero W while starting
 	kind  string // the kind asked for while starting; the worker's own once started
 	state workerState
@@ -120,7 +120,7 @@ type member[W poolWorker] struct {
 // that may does not allow is a bug: it is logged at DPanic level (a panic in
 // development and tests) and refused, m staying where it was. p.mu must be
 // held.
-func (p *workerPool[W]) move(m *member[W], next workerState) bool {
+func (p *Pool[W]) move(m *member[W], next workerState) bool {
 	if !m.state.may(next) {
 		p.log.DPanic("a worker of the pool moved along no edge of its states",
 			zap.Stringer("from", m.state), zap.Stringer("to", next), zap.String("kind", m.kind))
@@ -136,7 +136,7 @@ func (p *workerPool[W]) move(m *member[W], next workerState) bool {
 }
 
 // index returns m's place in p.members, or -1. p.mu must be held.
-func (p *workerPool[W]) index(m *member[W]) int {
+func (p *Pool[W]) index(m *member[W]) int {
 	for i, x := range p.members {
 		if x == m {
 			return i
@@ -147,7 +147,7 @@ func (p *workerPool[W]) index(m *member[W]) int {
 
 // find returns the member of w, or nil when w is not the pool's. p.mu
 // must be held.
-func (p *workerPool[W]) find(w W) *member[W] {
+func (p *Pool[W]) find(w W) *member[W] {
 	for _, m := range p.members {
 		if m.state != stateStarting && m.w == w {
 			return m
@@ -157,7 +157,7 @@ func (p *workerPool[W]) find(w W) *member[W] {
 }
 
 // count returns how many members are in one of states. p.mu must be held.
-func (p *workerPool[W]) count(states ...workerState) int {
+func (p *Pool[W]) count(states ...workerState) int {
 	n := 0
 	for _, m := range p.members {
 		for _, s := range states {

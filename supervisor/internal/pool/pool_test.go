@@ -1,4 +1,4 @@
-package supervisor
+package pool
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
 )
 
 // The pool's tests run in memory: its workers are fakeWorkers, started by a
@@ -39,28 +41,28 @@ type fakeWorker struct {
 	hold chan struct{}
 }
 
-func (w *fakeWorker) learnedSet() string            { return w.kind }
-func (w *fakeWorker) restoreEnded() <-chan struct{} { return w.restoreDone }
-func (w *fakeWorker) ended() <-chan struct{}        { return w.exited }
-func (w *fakeWorker) dead() bool                    { return isClosed(w.exited) }
-func (w *fakeWorker) pid() int                      { return w.id }
-func (w *fakeWorker) exitStatus() string            { return "killed" }
-func (w *fakeWorker) stderrTail() string            { return "no output on stderr" }
+func (w *fakeWorker) LearnedSet() string            { return w.kind }
+func (w *fakeWorker) RestoreEnded() <-chan struct{} { return w.restoreDone }
+func (w *fakeWorker) Ended() <-chan struct{}        { return w.exited }
+func (w *fakeWorker) Dead() bool                    { return isClosed(w.exited) }
+func (w *fakeWorker) Pid() int                      { return w.id }
+func (w *fakeWorker) ExitStatus() string            { return "killed" }
+func (w *fakeWorker) StderrTail() string            { return "no output on stderr" }
 
-func (w *fakeWorker) readiness() readiness {
+func (w *fakeWorker) Readiness() Readiness {
 	switch {
 	case w.restoreDone == nil || isClosed(w.restoreDone):
-		return restored
+		return Restored
 	case w.asked.Load():
-		return restoring
+		return Restoring
 	}
-	return onStandby
+	return OnStandby
 }
 
 // die ends the worker's process, as a kill from outside the pool does.
 func (w *fakeWorker) die() { w.stop.Do(func() { close(w.exited) }) }
 
-func (w *fakeWorker) kill() {
+func (w *fakeWorker) Kill() {
 	w.die()
 	if w.hold != nil {
 		<-w.hold
@@ -142,16 +144,16 @@ func restoreIn(d time.Duration) func(w *fakeWorker) {
 }
 
 // testPool is a pool of fake workers.
-type testPool = workerPool[*fakeWorker]
+type testPool = Pool[*fakeWorker]
 
 // newTestPool returns a begun pool of fake workers, set up first by setup;
 // its cleanup closes it and checks that no worker is left. It runs in a
 // synctest bubble, and its logger panics on a DPanic: an illegal move.
-func newTestPool(t *testing.T, cfg poolConfig, setup ...func(*testPool, *fakeFleet)) (*testPool, *fakeFleet) {
+func newTestPool(t *testing.T, cfg Config, setup ...func(*testPool, *fakeFleet)) (*testPool, *fakeFleet) {
 	t.Helper()
 	f := &fakeFleet{}
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg tracker
+	var wg tracker.Tracker
 	p := &testPool{
 		cfg:      cfg,
 		start:    f.start,
@@ -163,7 +165,7 @@ func newTestPool(t *testing.T, cfg poolConfig, setup ...func(*testPool, *fakeFle
 	}
 	t.Cleanup(func() {
 		cancel()
-		p.close()
+		p.Close()
 		synctest.Wait()
 		if n := f.live.Load(); n != 0 && !t.Failed() {
 			t.Errorf("%d fake workers left after close", n)
@@ -173,15 +175,15 @@ func newTestPool(t *testing.T, cfg poolConfig, setup ...func(*testPool, *fakeFle
 		f.release()
 		f.mu.Lock()
 		for _, w := range f.all {
-			w.kill()
+			w.Kill()
 		}
 		f.mu.Unlock()
-		<-wg.shut()
+		<-wg.Shut()
 	})
 	for _, set := range setup {
 		set(p, f)
 	}
-	p.begin()
+	p.Begin()
 	return p, f
 }
 
@@ -196,7 +198,7 @@ func advance(d time.Duration) {
 // most a fake minute.
 func waitFor(t *testing.T, p *testPool, what string, ok func(Health) bool) {
 	t.Helper()
-	eventually(t, what, func() bool { return ok(p.health()) }, func() string { return fmt.Sprintf("%+v", p.health()) })
+	eventually(t, what, func() bool { return ok(p.Health()) }, func() string { return fmt.Sprintf("%+v", p.Health()) })
 }
 
 // eventually advances the bubble's clock until ok, for at most a fake
@@ -215,7 +217,7 @@ func acquire(t *testing.T, p *testPool) *fakeWorker {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	w, err := p.acquire(ctx, "", "")
+	w, err := p.Acquire(ctx, "", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,6 +273,10 @@ func TestWorkerStateEdges(t *testing.T) {
 	}
 }
 
+// errLeftover is a failed recycle: the supervisor's, when a call left
+// something of its own in the process.
+var errLeftover = errors.New("the last call left something of its own in the process")
+
 // recycleIn is a pool's recycle that takes d, and then fails with err.
 func recycleIn(d time.Duration, err error) func(context.Context, *fakeWorker) error {
 	return func(ctx context.Context, _ *fakeWorker) error {
@@ -289,7 +295,7 @@ func recycleIn(d time.Duration, err error) func(context.Context, *fakeWorker) er
 func TestPoolRecyclesWorkers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var fail atomic.Bool
-		p, _ := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 1}, func(p *testPool, _ *fakeFleet) {
+		p, _ := newTestPool(t, Config{Workers: 1, Warm: 1, Queue: 1}, func(p *testPool, _ *fakeFleet) {
 			p.recycle = func(ctx context.Context, w *fakeWorker) error {
 				time.Sleep(50 * time.Millisecond)
 				if fail.Load() {
@@ -299,7 +305,7 @@ func TestPoolRecyclesWorkers(t *testing.T) {
 			}
 		})
 		w := acquire(t, p)
-		p.retire(w)
+		p.Retire(w)
 		synctest.Wait()
 		if got := states(p); !sameCounts(got, map[workerState]int{stateRecycling: 1}) {
 			t.Errorf("after its call: %v, want one recycling", got)
@@ -308,13 +314,13 @@ func TestPoolRecyclesWorkers(t *testing.T) {
 			t.Error("the next call got a new worker, not the recycled one")
 		} else {
 			fail.Store(true)
-			p.retire(w2)
+			p.Retire(w2)
 		}
 		if w3 := acquire(t, p); w3 == w {
 			t.Error("a worker that failed its recycle served again")
 		} else {
 			fail.Store(false)
-			p.discard(w3, errors.New("no answer"))
+			p.Discard(w3, errors.New("no answer"))
 			synctest.Wait()
 			if got := states(p); got[stateRecycling] != 0 {
 				t.Errorf("a worker that did not answer is recycled: %v", got)
@@ -351,7 +357,7 @@ func TestPoolRefusesAnIllegalMove(t *testing.T) {
 func TestPoolMovesWorkersAlongTheEdges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var stale atomic.Bool
-		p, f := newTestPool(t, poolConfig{Workers: 2, Warm: 1, Queue: 1, Busy: time.Minute}, func(p *testPool, f *fakeFleet) {
+		p, f := newTestPool(t, Config{Workers: 2, Warm: 1, Queue: 1, Busy: time.Minute}, func(p *testPool, f *fakeFleet) {
 			f.lazy = true
 			p.stale = func(*fakeWorker) bool { return stale.Load() }
 		})
@@ -370,7 +376,7 @@ func TestPoolMovesWorkersAlongTheEdges(t *testing.T) {
 		p.mu.Lock()
 		p.restore = restoreIn(100 * time.Millisecond)
 		p.mu.Unlock()
-		p.retire(w)
+		p.Retire(w)
 		want("retired: busy → dying → gone", map[workerState]int{stateStarting: 1})
 		advance(fakeStart)
 		want("started and restored ahead: standby → restoring", map[workerState]int{stateRestoring: 1})
@@ -384,7 +390,7 @@ func TestPoolMovesWorkersAlongTheEdges(t *testing.T) {
 		stale.Store(false)
 		advance(fakeStart)
 		stale.Store(true)
-		p.retireStale()
+		p.RetireStale()
 		want("stale: restoring → dying → gone", map[workerState]int{stateStarting: 1})
 		stale.Store(false)
 		f.failWith(errors.New("no deno"))
@@ -402,7 +408,7 @@ func TestPoolMovesWorkersAlongTheEdges(t *testing.T) {
 		if m.state != stateReady {
 			t.Errorf("a worker handed back: %s, want ready", m.state)
 		}
-		p.close()
+		p.Close()
 		advance(fakeStart) // the start under way ends after close
 		want("closed: ready, and starting, → dying → gone", nil)
 	})
@@ -424,7 +430,7 @@ func TestPoolDrivesEveryEdge(t *testing.T) {
 			op(p, f, m)
 		}
 	}
-	started := func(r readiness, err error) drive {
+	started := func(r Readiness, err error) drive {
 		return func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
 			p.start = func(context.Context, string) (*fakeWorker, error) {
 				if err != nil {
@@ -442,7 +448,7 @@ func TestPoolDrivesEveryEdge(t *testing.T) {
 		}
 	}
 	take := func(p *testPool, _ *fakeFleet, _ *member[*fakeWorker]) {
-		if _, err := p.acquire(context.Background(), "", ""); err != nil {
+		if _, err := p.Acquire(context.Background(), "", "", nil); err != nil {
 			t.Error(err)
 		}
 	}
@@ -452,56 +458,56 @@ func TestPoolDrivesEveryEdge(t *testing.T) {
 	}
 	stale := func(p *testPool, _ *fakeFleet, _ *member[*fakeWorker]) {
 		p.stale = func(*fakeWorker) bool { return true }
-		p.retireStale()
+		p.RetireStale()
 	}
 	tests := []struct {
 		from, to workerState
-		w        readiness // the worker's, once there is one
+		w        Readiness // the worker's, once there is one
 		by       string
 		drive    drive
 	}{
-		{stateStarting, stateStandby, onStandby, "startOne", started(onStandby, nil)},
-		{stateStarting, stateReady, restored, "startOne", started(restored, nil)},
-		{stateStarting, stateDying, restored, "startOne, stale", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
+		{stateStarting, stateStandby, OnStandby, "startOne", started(OnStandby, nil)},
+		{stateStarting, stateReady, Restored, "startOne", started(Restored, nil)},
+		{stateStarting, stateDying, Restored, "startOne, stale", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
 			p.stale = func(*fakeWorker) bool { return true }
-			started(restored, nil)(p, f, m)
+			started(Restored, nil)(p, f, m)
 		}},
-		{stateStarting, stateGone, restored, "startOne, failed", started(restored, errors.New("no deno"))},
-		{stateStandby, stateRestoring, onStandby, "restoreAhead", locked(func(p *testPool, _ *fakeFleet, _ *member[*fakeWorker]) {
+		{stateStarting, stateGone, Restored, "startOne, failed", started(Restored, errors.New("no deno"))},
+		{stateStandby, stateRestoring, OnStandby, "restoreAhead", locked(func(p *testPool, _ *fakeFleet, _ *member[*fakeWorker]) {
 			p.restore = restoreIn(time.Hour)
 			p.restoreAhead()
 		})},
-		{stateStandby, stateBusy, onStandby, "acquire", take},
-		{stateStandby, stateDying, onStandby, "retireStale", stale},
-		{stateStandby, stateGone, onStandby, "watchIdle", died},
-		{stateRestoring, stateReady, restoring, "watchRestore", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
+		{stateStandby, stateBusy, OnStandby, "acquire", take},
+		{stateStandby, stateDying, OnStandby, "retireStale", stale},
+		{stateStandby, stateGone, OnStandby, "watchIdle", died},
+		{stateRestoring, stateReady, Restoring, "watchRestore", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
 			close(m.w.restoreDone)
 			p.watchRestore(m)
 		}},
-		{stateRestoring, stateBusy, restoring, "acquire", take},
-		{stateRestoring, stateDying, restoring, "close", func(p *testPool, _ *fakeFleet, _ *member[*fakeWorker]) { p.close() }},
-		{stateRestoring, stateGone, restoring, "watchIdle", died},
-		{stateReady, stateBusy, restored, "acquire", take},
-		{stateReady, stateDying, restored, "trimRestored", locked(func(p *testPool, _ *fakeFleet, _ *member[*fakeWorker]) {
+		{stateRestoring, stateBusy, Restoring, "acquire", take},
+		{stateRestoring, stateDying, Restoring, "close", func(p *testPool, _ *fakeFleet, _ *member[*fakeWorker]) { p.Close() }},
+		{stateRestoring, stateGone, Restoring, "watchIdle", died},
+		{stateReady, stateBusy, Restored, "acquire", take},
+		{stateReady, stateDying, Restored, "trimRestored", locked(func(p *testPool, _ *fakeFleet, _ *member[*fakeWorker]) {
 			p.cfg.Warm = 0
 			p.trimRestored()
 		})},
-		{stateReady, stateGone, restored, "acquire, dead", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
+		{stateReady, stateGone, Restored, "acquire, dead", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
 			m.w.die()
-			_, _ = p.acquire(cancelled, "", "")
+			_, _ = p.Acquire(cancelled, "", "", nil)
 		}},
-		{stateBusy, stateStandby, onStandby, "offer", locked(func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) { p.offer(m) })},
-		{stateBusy, stateRestoring, restoring, "offer", locked(func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) { p.offer(m) })},
-		{stateBusy, stateReady, restored, "offer", locked(func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) { p.offer(m) })},
-		{stateBusy, stateDying, restored, "retire", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) { p.retire(m.w) }},
-		{stateBusy, stateRecycling, restored, "retire, recycled", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
+		{stateBusy, stateStandby, OnStandby, "offer", locked(func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) { p.offer(m) })},
+		{stateBusy, stateRestoring, Restoring, "offer", locked(func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) { p.offer(m) })},
+		{stateBusy, stateReady, Restored, "offer", locked(func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) { p.offer(m) })},
+		{stateBusy, stateDying, Restored, "retire", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) { p.Retire(m.w) }},
+		{stateBusy, stateRecycling, Restored, "retire, recycled", func(p *testPool, f *fakeFleet, m *member[*fakeWorker]) {
 			p.recycle = recycleIn(time.Hour, nil)
-			p.retire(m.w)
+			p.Retire(m.w)
 		}},
-		{stateRecycling, stateStandby, onStandby, "recycleOne", recycled(nil)},
-		{stateRecycling, stateRestoring, restoring, "recycleOne", recycled(nil)},
-		{stateRecycling, stateReady, restored, "recycleOne", recycled(nil)},
-		{stateRecycling, stateDying, restored, "recycleOne, failed", recycled(errLeftover)},
+		{stateRecycling, stateStandby, OnStandby, "recycleOne", recycled(nil)},
+		{stateRecycling, stateRestoring, Restoring, "recycleOne", recycled(nil)},
+		{stateRecycling, stateReady, Restored, "recycleOne", recycled(nil)},
+		{stateRecycling, stateDying, Restored, "recycleOne, failed", recycled(errLeftover)},
 	}
 	driven := map[[2]workerState]bool{{stateDying, stateGone}: true} // by reap, after each move to dying
 	for _, tt := range tests {
@@ -509,7 +515,7 @@ func TestPoolDrivesEveryEdge(t *testing.T) {
 		t.Run(fmt.Sprintf("%s→%s by %s", tt.from, tt.to, tt.by), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				// Warm 0: the pool starts no worker of its own.
-				p, f := newTestPool(t, poolConfig{Workers: 4, Queue: 1})
+				p, f := newTestPool(t, Config{Workers: 4, Queue: 1})
 				p.mu.Lock()
 				p.cfg.Warm = 2 // for restoreAhead, once begun no more
 				p.begun = false
@@ -534,7 +540,7 @@ func TestPoolDrivesEveryEdge(t *testing.T) {
 					t.Errorf("a dying worker whose kill ended is %s, want gone", m.state)
 				}
 				if m.state == stateBusy {
-					p.retire(m.w)
+					p.Retire(m.w)
 				}
 			})
 		})
@@ -548,12 +554,12 @@ func TestPoolDrivesEveryEdge(t *testing.T) {
 	}
 }
 
-// fake returns a worker of readiness r, whose kill waits for release.
-func (f *fakeFleet) fake(r readiness) *fakeWorker {
+// fake returns a worker of Readiness r, whose kill waits for release.
+func (f *fakeFleet) fake(r Readiness) *fakeWorker {
 	w := &fakeWorker{id: int(f.ids.Add(1)), fleet: f, exited: make(chan struct{}), hold: make(chan struct{})}
-	if r != restored {
+	if r != Restored {
 		w.restoreDone = make(chan struct{})
-		w.asked.Store(r == restoring)
+		w.asked.Store(r == Restoring)
 	}
 	f.live.Add(1)
 	f.mu.Lock()
@@ -585,9 +591,9 @@ func sameCounts(a, b map[workerState]int) bool {
 
 func TestPoolKeepsWarmWorkersWithinTheLiveLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, f := newTestPool(t, poolConfig{Workers: 3, Warm: 1, Queue: 1, QueueTimeout: time.Second})
+		p, f := newTestPool(t, Config{Workers: 3, Warm: 1, Queue: 1, QueueTimeout: time.Second})
 		advance(fakeStart)
-		if h := p.health(); h.Warm != 1 || h.Starting != 0 {
+		if h := p.Health(); h.Warm != 1 || h.Starting != 0 {
 			t.Fatalf("health after a start: %+v, want one warm worker", h)
 		}
 		if n := f.live.Load(); n != 1 {
@@ -598,14 +604,14 @@ func TestPoolKeepsWarmWorkersWithinTheLiveLimit(t *testing.T) {
 		for range 3 {
 			taken = append(taken, acquire(t, p))
 		}
-		if _, err := p.acquire(context.Background(), "", ""); !errors.Is(err, ErrQueueTimeout) {
+		if _, err := p.Acquire(context.Background(), "", "", nil); !errors.Is(err, ErrQueueTimeout) {
 			t.Errorf("a fourth call with three busy workers: %v, want ErrQueueTimeout", err)
 		}
 		for _, w := range taken {
-			if w.dead() {
+			if w.Dead() {
 				t.Error("a call got a dead worker")
 			}
-			p.retire(w)
+			p.Retire(w)
 		}
 		waitFor(t, p, "settled after the calls", func(h Health) bool { return h.Warm == 1 && h.Busy == 0 && h.Starting == 0 })
 		if peak := f.peak.Load(); peak > 3 {
@@ -616,7 +622,7 @@ func TestPoolKeepsWarmWorkersWithinTheLiveLimit(t *testing.T) {
 
 func TestPoolQueueIsFirstComeFirstServed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, _ := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 2})
+		p, _ := newTestPool(t, Config{Workers: 1, Warm: 1, Queue: 2})
 		busy := acquire(t, p)
 		order := make(chan int, 2)
 		var wg sync.WaitGroup
@@ -624,17 +630,17 @@ func TestPoolQueueIsFirstComeFirstServed(t *testing.T) {
 			wg.Go(func() {
 				w := acquire(t, p)
 				order <- i
-				p.retire(w)
+				p.Retire(w)
 			})
 			synctest.Wait()
 		}
-		if h := p.health(); h.Waiting != 2 {
+		if h := p.Health(); h.Waiting != 2 {
 			t.Fatalf("health with two calls queued: %+v", h)
 		}
-		if _, err := p.acquire(context.Background(), "", ""); !errors.Is(err, ErrQueueFull) {
+		if _, err := p.Acquire(context.Background(), "", "", nil); !errors.Is(err, ErrQueueFull) {
 			t.Errorf("a call beyond the queue: %v, want ErrQueueFull", err)
 		}
-		p.retire(busy)
+		p.Retire(busy)
 		wg.Wait()
 		if first, second := <-order, <-order; first != 0 || second != 1 {
 			t.Errorf("served %d then %d, want 0 then 1", first, second)
@@ -644,19 +650,19 @@ func TestPoolQueueIsFirstComeFirstServed(t *testing.T) {
 
 func TestPoolWaitEndsWithTheCallersContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, _ := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 1})
+		p, _ := newTestPool(t, Config{Workers: 1, Warm: 1, Queue: 1})
 		busy := acquire(t, p)
-		defer p.retire(busy)
+		defer p.Retire(busy)
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		if _, err := p.acquire(ctx, "", ""); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := p.Acquire(ctx, "", "", nil); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("a waiting call whose context ended: %v", err)
 		}
 		if waited := time.Since(start); waited != 100*time.Millisecond {
 			t.Errorf("waited %s, want the context's 100ms", waited)
 		}
-		if h := p.health(); h.Waiting != 0 {
+		if h := p.Health(); h.Waiting != 0 {
 			t.Errorf("the call still waits: %+v", h)
 		}
 	})
@@ -664,7 +670,7 @@ func TestPoolWaitEndsWithTheCallersContext(t *testing.T) {
 
 func TestPoolBacksOffFailedStartsAndRecovers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, f := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 2})
+		p, f := newTestPool(t, Config{Workers: 1, Warm: 1, Queue: 2})
 		advance(fakeStart)
 		f.failWith(errors.New("deno is broken"))
 		// A call that waits when the start fails learns why at once, and so
@@ -672,11 +678,11 @@ func TestPoolBacksOffFailedStartsAndRecovers(t *testing.T) {
 		waiting := make(chan error, 1)
 		busy := acquire(t, p)
 		go func() {
-			_, err := p.acquire(context.Background(), "", "")
+			_, err := p.Acquire(context.Background(), "", "", nil)
 			waiting <- err
 		}()
 		synctest.Wait()
-		p.retire(busy)
+		p.Retire(busy)
 		advance(fakeStart)
 		select {
 		case err := <-waiting:
@@ -687,14 +693,14 @@ func TestPoolBacksOffFailedStartsAndRecovers(t *testing.T) {
 			t.Fatal("the waiting call was not told that no worker can start")
 		}
 		start := time.Now()
-		_, err := p.acquire(context.Background(), "", "")
+		_, err := p.Acquire(context.Background(), "", "", nil)
 		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "deno is broken") {
 			t.Errorf("a call while workers cannot start: %v, want ErrUnavailable naming the reason", err)
 		}
 		if d := time.Since(start); d != 0 {
 			t.Errorf("the call took %v to fail", d)
 		}
-		if h := p.health(); h.Ready || h.Err != "deno is broken" {
+		if h := p.Health(); h.Ready || h.Err != "deno is broken" {
 			t.Errorf("health while workers cannot start: %+v", h)
 		}
 		f.failWith(nil)
@@ -707,7 +713,7 @@ func TestPoolBacksOffFailedStartsAndRecovers(t *testing.T) {
 // succeeds resets the backoff.
 func TestPoolBacksOffExponentially(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, f := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 1}, func(_ *testPool, f *fakeFleet) {
+		p, f := newTestPool(t, Config{Workers: 1, Warm: 1, Queue: 1}, func(_ *testPool, f *fakeFleet) {
 			f.failWith(errors.New("no deno"))
 		})
 		gaps := func() []time.Duration {
@@ -736,7 +742,7 @@ func TestPoolBacksOffExponentially(t *testing.T) {
 		waitFor(t, p, "started", func(h Health) bool { return h.Warm == 1 })
 		gaps() // from the start that worked
 		f.failWith(errors.New("no deno again"))
-		p.retire(acquire(t, p))
+		p.Retire(acquire(t, p))
 		advance(fakeStart + 100*time.Millisecond + fakeStart)
 		if got := gaps(); len(got) != 2 || got[1] != 100*time.Millisecond {
 			t.Errorf("waits after a start that worked: %v, want the first of 100ms", got)
@@ -746,7 +752,7 @@ func TestPoolBacksOffExponentially(t *testing.T) {
 
 func TestPoolReplacesWorkersThatDieIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, _ := newTestPool(t, poolConfig{Workers: 2, Warm: 2, Queue: 1})
+		p, _ := newTestPool(t, Config{Workers: 2, Warm: 2, Queue: 1})
 		for _, seen := range []bool{false, true} {
 			waitFor(t, p, "had two warm workers", func(h Health) bool { return h.Warm == 2 })
 			for _, w := range warmWorkers(p) {
@@ -759,10 +765,10 @@ func TestPoolReplacesWorkersThatDieIdle(t *testing.T) {
 			// a dead worker.
 			for range 2 {
 				w := acquire(t, p)
-				if w.dead() {
+				if w.Dead() {
 					t.Errorf("a call got a worker that died idle (deaths seen: %v)", seen)
 				}
-				p.retire(w)
+				p.Retire(w)
 			}
 		}
 		waitFor(t, p, "replaced them", func(h Health) bool { return h.Warm == 2 })
@@ -771,27 +777,27 @@ func TestPoolReplacesWorkersThatDieIdle(t *testing.T) {
 
 func TestPoolCloseEndsItsWorkers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, f := newTestPool(t, poolConfig{Workers: 3, Warm: 2, Queue: 1})
+		p, f := newTestPool(t, Config{Workers: 3, Warm: 2, Queue: 1})
 		advance(fakeStart)
 		busy := acquire(t, p) // its replacement starts
 		synctest.Wait()
-		if h := p.health(); h.Warm != 1 || h.Busy != 1 || h.Starting != 1 {
+		if h := p.Health(); h.Warm != 1 || h.Busy != 1 || h.Starting != 1 {
 			t.Fatalf("health before close: %+v, want one worker warm, one busy, one starting", h)
 		}
-		p.close()
+		p.Close()
 		synctest.Wait()
-		if h := p.health(); h.Warm != 0 {
+		if h := p.Health(); h.Warm != 0 {
 			t.Errorf("warm workers after close: %+v", h)
 		}
-		if _, err := p.acquire(context.Background(), "", ""); !errors.Is(err, errClosed) {
-			t.Errorf("acquire after close: %v, want errClosed", err)
+		if _, err := p.Acquire(context.Background(), "", "", nil); !errors.Is(err, ErrClosed) {
+			t.Errorf("acquire after close: %v, want ErrClosed", err)
 		}
 		advance(fakeStart) // the start under way ends: its worker is killed
 		if n := f.live.Load(); n != 1 {
 			t.Errorf("%d workers alive after close, want the busy one", n)
 		}
 		// The busy worker is its call's until the call retires it.
-		p.retire(busy)
+		p.Retire(busy)
 		synctest.Wait()
 		if n := f.live.Load(); n != 0 {
 			t.Errorf("%d workers alive after close and the last call", n)
@@ -804,9 +810,9 @@ func TestPoolCloseEndsItsWorkers(t *testing.T) {
 
 func TestPoolRefusesAWaitLongerThanTheQueueTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, _ := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 100, QueueTimeout: time.Second})
+		p, _ := newTestPool(t, Config{Workers: 1, Warm: 1, Queue: 100, QueueTimeout: time.Second})
 		busy := acquire(t, p)
-		defer p.retire(busy)
+		defer p.Retire(busy)
 		// Recent calls waited 300 ms per place in the queue.
 		p.mu.Lock()
 		p.perPlace = 300 * time.Millisecond
@@ -817,11 +823,11 @@ func TestPoolRefusesAWaitLongerThanTheQueueTimeout(t *testing.T) {
 		defer cancel()
 		// Three calls fit: the third waits about 900 ms.
 		for range 3 {
-			wg.Go(func() { _, _ = p.acquire(ctx, "", "") })
+			wg.Go(func() { _, _ = p.Acquire(ctx, "", "", nil) })
 			synctest.Wait()
 		}
 		start := time.Now()
-		_, err := p.acquire(context.Background(), "", "")
+		_, err := p.Acquire(context.Background(), "", "", nil)
 		if !errors.Is(err, ErrQueueTimeout) || !strings.Contains(err.Error(), "it would wait about 1.2s, longer than the queue timeout of 1s") {
 			t.Errorf("a call with three before it: %v, want ErrQueueTimeout with the wait it would have needed", err)
 		}
@@ -833,18 +839,18 @@ func TestPoolRefusesAWaitLongerThanTheQueueTimeout(t *testing.T) {
 
 func TestPoolLearnsTheWaitPerPlace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, _ := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 10, QueueTimeout: 10 * time.Second})
+		p, _ := newTestPool(t, Config{Workers: 1, Warm: 1, Queue: 10, QueueTimeout: 10 * time.Second})
 		advance(fakeStart)
 		busy := acquire(t, p)
 		done := make(chan *fakeWorker)
 		go func() {
-			w, _ := p.acquire(context.Background(), "", "")
+			w, _ := p.Acquire(context.Background(), "", "", nil)
 			done <- w
 		}()
 		advance(200 * time.Millisecond) // the wait to learn
-		p.retire(busy)
+		p.Retire(busy)
 		advance(fakeStart) // the replacement
-		p.retire(<-done)
+		p.Retire(<-done)
 		p.mu.Lock()
 		perPlace := p.perPlace
 		p.mu.Unlock()
@@ -856,26 +862,26 @@ func TestPoolLearnsTheWaitPerPlace(t *testing.T) {
 
 func TestPoolHoldsEachPrincipalToItsShare(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, _ := newTestPool(t, poolConfig{Workers: 3, Warm: 3, Queue: 10, PerPrincipal: 1})
+		p, _ := newTestPool(t, Config{Workers: 3, Warm: 3, Queue: 10, PerPrincipal: 1})
 		advance(fakeStart)
 		ctx := context.Background()
-		first, err := p.acquire(ctx, "alice", "")
+		first, err := p.Acquire(ctx, "alice", "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Alice's second call waits, though workers are warm.
 		got := make(chan *fakeWorker, 1)
 		go func() {
-			w, _ := p.acquire(ctx, "alice", "")
+			w, _ := p.Acquire(ctx, "alice", "", nil)
 			got <- w
 		}()
 		synctest.Wait()
-		if h := p.health(); h.Waiting != 1 || h.Warm != 2 {
+		if h := p.Health(); h.Waiting != 1 || h.Warm != 2 {
 			t.Fatalf("health with alice's second call held: %+v", h)
 		}
 		// Bob gets a warm worker at once, and so does a call of no principal,
 		// which is held to no share.
-		bob, err := p.acquire(ctx, "bob", "")
+		bob, err := p.Acquire(ctx, "bob", "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -885,14 +891,14 @@ func TestPoolHoldsEachPrincipalToItsShare(t *testing.T) {
 			t.Fatal("alice's second call got a worker while her first held one")
 		}
 		// When her first call ends, her second has its turn.
-		p.retire(first)
+		p.Retire(first)
 		if w := <-got; w == nil {
 			t.Fatal("alice's second call got no worker")
 		} else {
-			p.retire(w)
+			p.Retire(w)
 		}
-		p.retire(bob)
-		p.retire(anyone)
+		p.Retire(bob)
+		p.Retire(anyone)
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if len(p.served) != 0 {
@@ -919,8 +925,8 @@ func TestPoolServesPrincipalsInTurn(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				p, _ := newTestPool(t, poolConfig{Workers: 1, Warm: 1, Queue: 10})
-				busy, err := p.acquire(context.Background(), tt.holder, "")
+				p, _ := newTestPool(t, Config{Workers: 1, Warm: 1, Queue: 10})
+				busy, err := p.Acquire(context.Background(), tt.holder, "", nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -928,17 +934,17 @@ func TestPoolServesPrincipalsInTurn(t *testing.T) {
 				var wg sync.WaitGroup
 				for _, who := range tt.calls {
 					wg.Go(func() {
-						w, err := p.acquire(context.Background(), who, "")
+						w, err := p.Acquire(context.Background(), who, "", nil)
 						if err != nil {
 							t.Error(err)
 							return
 						}
 						order <- who
-						p.retire(w)
+						p.Retire(w)
 					})
 					synctest.Wait()
 				}
-				p.retire(busy)
+				p.Retire(busy)
 				wg.Wait()
 				close(order)
 				var got []string
@@ -955,7 +961,7 @@ func TestPoolServesPrincipalsInTurn(t *testing.T) {
 
 func TestPoolKeepsAWarmWorkerOfEachHotKind(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, _ := newTestPool(t, poolConfig{Workers: 3, Warm: 3, Queue: 10, QueueTimeout: 10 * time.Second})
+		p, _ := newTestPool(t, Config{Workers: 3, Warm: 3, Queue: 10, QueueTimeout: 10 * time.Second})
 		p.mu.Lock()
 		p.hot = func() []string { return []string{"k1", "k2", "k3"} } // more than Warm-1
 		p.refill()
@@ -975,7 +981,7 @@ func TestPoolKeepsAWarmWorkerOfEachHotKind(t *testing.T) {
 		}
 		take := func(kind string) *fakeWorker {
 			t.Helper()
-			w, err := p.acquire(context.Background(), "", kind)
+			w, err := p.Acquire(context.Background(), "", kind, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -984,7 +990,7 @@ func TestPoolKeepsAWarmWorkerOfEachHotKind(t *testing.T) {
 		// As plain ones are used, hot kinds take the place of the
 		// replacements: at most Warm-1 of them, so that a plain one stays.
 		for range 3 {
-			p.retire(take(""))
+			p.Retire(take(""))
 		}
 		waitFor(t, p, "rewarmed", func(h Health) bool { return h.Warm == 3 && h.Starting == 0 })
 		if got := kinds(); got != "[][k1][k2]" {
@@ -994,33 +1000,33 @@ func TestPoolKeepsAWarmWorkerOfEachHotKind(t *testing.T) {
 		if w := take("k2"); w.kind != "k2" {
 			t.Errorf("a call of k2 got a worker of kind %q", w.kind)
 		} else {
-			p.retire(w)
+			p.Retire(w)
 		}
 		if w := take("k9"); w.kind != "" {
 			t.Errorf("a call of an unknown kind got a worker of kind %q", w.kind)
 		} else {
-			p.retire(w)
+			p.Retire(w)
 		}
 	})
 }
 
 func TestPoolRetiresAnIdleKindForAWaitingCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, _ := newTestPool(t, poolConfig{Workers: 2, Warm: 2, Queue: 10, QueueTimeout: 20 * time.Second})
+		p, _ := newTestPool(t, Config{Workers: 2, Warm: 2, Queue: 10, QueueTimeout: 20 * time.Second})
 		p.mu.Lock()
 		p.hot = func() []string { return []string{"k1"} }
 		p.mu.Unlock()
 		advance(fakeStart)
-		p.retire(acquire(t, p)) // its replacement is of kind k1
+		p.Retire(acquire(t, p)) // its replacement is of kind k1
 		waitFor(t, p, "rewarmed", func(h Health) bool { return h.Warm == 2 && h.Starting == 0 })
 		busy := acquire(t, p) // the plain one
-		defer p.retire(busy)
+		defer p.Retire(busy)
 		if busy.kind != "" {
 			t.Fatalf("got a worker of kind %q", busy.kind)
 		}
 		// The k1 worker fits no plain call: it makes way for a plain one.
 		w := acquire(t, p)
-		defer p.retire(w)
+		defer p.Retire(w)
 		if w.kind != "" {
 			t.Errorf("a plain call got a worker of kind %q", w.kind)
 		}
@@ -1032,7 +1038,7 @@ func TestPoolRetiresAnIdleKindForAWaitingCall(t *testing.T) {
 // each worker served one call; then it recycles again.
 func TestPoolRecyclingMakesRoomForAHotKind(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, _ := newTestPool(t, poolConfig{Workers: 2, Warm: 2, Queue: 10}, func(p *testPool, _ *fakeFleet) {
+		p, _ := newTestPool(t, Config{Workers: 2, Warm: 2, Queue: 10}, func(p *testPool, _ *fakeFleet) {
 			p.recycle = recycleIn(0, nil)
 		})
 		advance(fakeStart)
@@ -1040,7 +1046,7 @@ func TestPoolRecyclingMakesRoomForAHotKind(t *testing.T) {
 		p.hot = func() []string { return []string{"k1"} }
 		p.mu.Unlock()
 		first := acquire(t, p)
-		p.retire(first) // not recycled: a k1 worker starts in its slot
+		p.Retire(first) // not recycled: a k1 worker starts in its slot
 		waitFor(t, p, "rewarmed", func(h Health) bool { return h.Warm == 2 && h.Starting == 0 })
 		p.mu.Lock()
 		kinds := map[string]int{}
@@ -1052,12 +1058,12 @@ func TestPoolRecyclingMakesRoomForAHotKind(t *testing.T) {
 			t.Fatalf("kinds of the warm workers: %v, want one of k1 and one plain", kinds)
 		}
 		w := acquire(t, p)
-		p.retire(w) // the kind has its worker: recycled
+		p.Retire(w) // the kind has its worker: recycled
 		synctest.Wait()
 		if again := acquire(t, p); again != w {
 			t.Error("a plain worker was not recycled once the hot kind had its worker")
 		} else {
-			p.retire(again)
+			p.Retire(again)
 		}
 	})
 }
@@ -1065,7 +1071,7 @@ func TestPoolRecyclingMakesRoomForAHotKind(t *testing.T) {
 func TestPoolRestoresHalfItsWarmWorkersAhead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const busyFor = 30 * time.Second
-		p, _ := newTestPool(t, poolConfig{Workers: 4, Warm: 4, Queue: 8, Busy: busyFor}, func(p *testPool, f *fakeFleet) {
+		p, _ := newTestPool(t, Config{Workers: 4, Warm: 4, Queue: 8, Busy: busyFor}, func(p *testPool, f *fakeFleet) {
 			f.lazy = true
 			p.restore = restoreIn(0)
 		})
@@ -1081,17 +1087,17 @@ func TestPoolRestoresHalfItsWarmWorkersAhead(t *testing.T) {
 		}
 		settles("at rest", [3]int{2, 0, 2})
 		for range 3 { // calls make the pool busy: every warm worker is restored
-			w, err := p.acquire(context.Background(), "", "")
+			w, err := p.Acquire(context.Background(), "", "", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if w.readiness() != restored {
-				t.Errorf("a call got a worker of readiness %d while restored ones were warm", w.readiness())
+			if w.Readiness() != Restored {
+				t.Errorf("a call got a worker of readiness %d while restored ones were warm", w.Readiness())
 			}
-			p.retire(w)
+			p.Retire(w)
 		}
 		settles("while calls come", [3]int{4, 0, 0})
-		// Idle for poolConfig.Busy: the extra restored workers are replaced
+		// Idle for Config.Busy: the extra restored workers are replaced
 		// by workers on standby.
 		start := time.Now()
 		settles("idle again", [3]int{2, 0, 2})
@@ -1103,14 +1109,14 @@ func TestPoolRestoresHalfItsWarmWorkersAhead(t *testing.T) {
 
 func TestPoolRestoresPlainWorkersAheadOfKinds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, _ := newTestPool(t, poolConfig{Workers: 2, Warm: 2, Queue: 8}, func(p *testPool, f *fakeFleet) {
+		p, _ := newTestPool(t, Config{Workers: 2, Warm: 2, Queue: 8}, func(p *testPool, f *fakeFleet) {
 			f.lazy = true // workers of a kind start restored, as the supervisor's do
 			p.hot = func() []string { return []string{"k"} }
 			p.restore = restoreIn(0)
 		})
 		waitFor(t, p, "2 warm", func(h Health) bool { return h.Warm == 2 })
 		for _, w := range warmWorkers(p) {
-			if w.kind == "" && w.readiness() != restored {
+			if w.kind == "" && w.Readiness() != Restored {
 				t.Errorf("the plain warm worker is on standby beside a worker of kind k: plain calls would wait for its restore")
 			}
 		}
@@ -1124,7 +1130,7 @@ func TestPoolBacksOffEachKindAlone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		broken := errors.New("the set's template is broken")
 		var failed atomic.Int32
-		p, _ := newTestPool(t, poolConfig{Workers: 2, Warm: 2, Queue: 10}, func(p *testPool, f *fakeFleet) {
+		p, _ := newTestPool(t, Config{Workers: 2, Warm: 2, Queue: 10}, func(p *testPool, f *fakeFleet) {
 			p.hot = func() []string { return []string{"k1"} }
 			p.start = func(ctx context.Context, kind string) (*fakeWorker, error) {
 				if kind == "k1" {
@@ -1138,13 +1144,13 @@ func TestPoolBacksOffEachKindAlone(t *testing.T) {
 		// the calls below to need plain workers started meanwhile.
 		eventually(t, "failed to start k1 five times", func() bool { return failed.Load() >= 5 }, func() string { return "" })
 		for i := range 8 {
-			w, err := p.acquire(context.Background(), "", "")
+			w, err := p.Acquire(context.Background(), "", "", nil)
 			if err != nil {
 				t.Fatalf("plain call %d while k1 cannot start: %v", i, err)
 			}
-			p.retire(w)
+			p.Retire(w)
 		}
-		if h := p.health(); h.Err != "" {
+		if h := p.Health(); h.Err != "" {
 			t.Errorf("health names k1's failure: %+v", h)
 		}
 		p.mu.Lock()
@@ -1152,5 +1158,97 @@ func TestPoolBacksOffEachKindAlone(t *testing.T) {
 		if f := p.failed["k1"]; f == nil || f.n == 0 {
 			t.Errorf("k1's failed starts were not counted: %+v", f)
 		}
+	})
+}
+
+// TestPoolReportsThePlaceInTheQueue checks that a waiting call hears its
+// place as the calls before it leave the queue, whether served or gone.
+func TestPoolReportsThePlaceInTheQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, _ := newTestPool(t, Config{Workers: 1, Warm: 1, Queue: 3})
+		busy := acquire(t, p)
+		firstCtx, giveUp := context.WithCancel(context.Background())
+		defer giveUp()
+		var wg sync.WaitGroup
+		wg.Go(func() { _, _ = p.Acquire(firstCtx, "", "", nil) })
+		synctest.Wait()
+		wg.Go(func() { p.Retire(acquire(t, p)) })
+		synctest.Wait()
+		var places []int // ours, as it hears them; read once it is served
+		got := make(chan *fakeWorker)
+		go func() {
+			w, err := p.Acquire(context.Background(), "", "", func(place int) { places = append(places, place) })
+			if err != nil {
+				t.Error(err)
+			}
+			got <- w
+		}()
+		synctest.Wait()
+		giveUp() // the first leaves: 2nd
+		synctest.Wait()
+		p.Retire(busy) // the second is served: 1st
+		wg.Wait()      // and done: ours is served
+		p.Retire(<-got)
+		if want := []int{3, 2, 1}; !slices.Equal(places, want) {
+			t.Errorf("places %v, want %v", places, want)
+		}
+	})
+}
+
+// TestPoolReplacesStaleWarmWorkers: once this host's addresses change, the
+// warm workers made before are replaced, one that was starting meanwhile is
+// not kept, and a busy one serves its call to the end.
+func TestPoolReplacesStaleWarmWorkers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var current, made atomic.Uint64 // the generation now, and the one new workers get
+		current.Store(1)
+		made.Store(1)
+		var oldStarts atomic.Int32 // workers started with a generation gone by
+		p, _ := newTestPool(t, Config{Workers: 4, Warm: 2, Queue: 1}, func(p *testPool, f *fakeFleet) {
+			p.start = func(ctx context.Context, kind string) (*fakeWorker, error) {
+				w, err := f.start(ctx, kind)
+				if w != nil {
+					w.netGen = made.Load()
+					if w.netGen != current.Load() {
+						oldStarts.Add(1)
+					}
+				}
+				return w, err
+			}
+			p.stale = func(w *fakeWorker) bool { return w.netGen != current.Load() }
+		})
+		waitFor(t, p, "had two warm workers", func(h Health) bool { return h.Warm == 2 })
+		busy := acquire(t, p)
+		waitFor(t, p, "had two warm workers beside a busy one", func(h Health) bool { return h.Warm == 2 && h.Starting == 0 })
+		before := warmWorkers(p)
+
+		current.Store(2)
+		made.Store(2)
+		p.RetireStale()
+		waitFor(t, p, "replaced its warm workers", func(h Health) bool {
+			return h.Warm == 2 && !slices.ContainsFunc(warmWorkers(p), func(w *fakeWorker) bool { return slices.Contains(before, w) })
+		})
+		for _, w := range warmWorkers(p) {
+			if w.netGen != 2 {
+				t.Errorf("a warm worker of generation %d, want 2", w.netGen)
+			}
+		}
+		if busy.Dead() {
+			t.Error("the busy worker was ended under its call")
+		}
+		p.Retire(busy)
+
+		// The addresses change again while workers start with the old ones:
+		// none of those is kept.
+		current.Store(3)
+		p.RetireStale()
+		eventually(t, "started workers with the old addresses", func() bool { return oldStarts.Load() >= 3 }, func() string { return "" })
+		for _, w := range warmWorkers(p) {
+			if w.netGen != 3 {
+				t.Errorf("a warm worker of generation %d while the addresses are of 3", w.netGen)
+			}
+		}
+		made.Store(3)
+		waitFor(t, p, "had two warm workers of the new addresses", func(h Health) bool { return h.Warm == 2 })
 	})
 }
