@@ -17,7 +17,8 @@ import uuid
 
 from pyodide.ffi import JsNull
 
-# Frames of Pyodide's own machinery and of this module: users never see them.
+# Frames of Pyodide's own machinery and of the runner's modules: users never
+# see them.
 # The same pattern upstream applies to the traceback text, so the text matches.
 _MACHINERY = re.compile(
     r' {2}File "(?:/lib/python\d+\.zip/_pyodide/|<mcp-run-python>)[^\n]*\n(?: {4}[^\n]*\n)*'

@@ -14,7 +14,7 @@ import sys
 # Pyodide's sockets reach nothing ("[Errno 23] Host is unreachable").
 # urllib3 2.x (and so requests) has a backend of its own for that, which
 # fetches synchronously with pyodide.ffi.run_sync: it works because the run
-# is entered through callPromising (runner.ts). http.client, and
+# is entered through callPromising (run.ts). http.client, and
 # urllib.request on it, are routed the same way, as pyodide-http does in
 # browsers: a connection's socket stands in for one, keeps the request's
 # bytes and, when the response is read, fetches and hands back the

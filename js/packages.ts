@@ -8,7 +8,7 @@ import type { PyRunner } from "./run.ts";
 
 /**
  * Answers a compile frame: the compiled frame, then the archive of the
- * wheel's bytecode that runner.py's compile_wheel made (see there). When
+ * wheel's bytecode that bytecode.py's compile_wheel made (see there). When
  * compiling a module ends the interpreter, the error names that module.
  */
 export function compileWheel(

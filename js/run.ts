@@ -9,7 +9,7 @@ import type { Init } from "./runner.ts";
 
 /**
  * The tool calls of the running code, waiting for their answers. The
- * answer of a call is its tool_result frame, as sent: runner.py reads it.
+ * answer of a call is its tool_result frame, as sent: tools.py reads it.
  */
 export class ToolCalls {
   private waiting = new Map<number, (frame: string) => void>();
@@ -38,7 +38,7 @@ export type PyRun = (
   keep: boolean,
 ) => string | Promise<string>;
 
-/** runner.py, as this thread calls it. */
+/** The runner's Python modules, as this thread calls them: runner.py's. */
 export interface PyRunner {
   run: PyRun & { callPromising: (...args: Parameters<PyRun>) => Promise<string> };
   imports(code: string, hide: string[]): string;
@@ -63,7 +63,7 @@ export interface RunFrame {
   watch?: string[];
   /** Bytes of changed files sent back; past it files are listed only. */
   files_limit?: number;
-  /** The tools the code may call: runner.py makes the mcp_tools module of them. */
+  /** The tools the code may call: tools.py makes the mcp_tools module of them. */
   tools?: unknown[];
 }
 
@@ -108,7 +108,7 @@ export async function run(
     // exists: an oversized value never crosses to this thread or the
     // bridge. Entered through callPromising, where Python may block on a
     // promise (pyodide.ffi.run_sync, with JSPI): its HTTP clients fetch so
-    // (runner.py's _fetch), and urllib3's Emscripten backend wants it. The
+    // (fetch.py's _fetch), and urllib3's Emscripten backend wants it. The
     // promise adopts a coroutine's for top-level await.
     result = await runner.run.callPromising(
       msg.code ?? "", // Go leaves an empty field out
@@ -157,7 +157,7 @@ export async function run(
 
 /**
  * Ends the code's fetches when its call is interrupted. Code that waits on
- * a fetch (run_sync, as urllib3 and runner.py's http.client do, or an
+ * a fetch (run_sync, as urllib3 and fetch.py's http.client do, or an
  * await) runs no bytecode, so Pyodide never looks at the interrupt buffer:
  * it would be killed with its worker after the grace, however long the
  * server takes. While a call runs, every fetch of this thread gets its

@@ -2,8 +2,8 @@
 
 Installed as _mcp_runner by boot.ts, after the modules it uses, before the
 memory snapshot is taken: every worker starts with them already imported.
-runner.ts calls this module's functions, set_tools and compile_wheel
-included.
+The runner's TypeScript calls this module's functions (run.ts's PyRunner),
+set_tools and compile_wheel included.
 """
 
 import ast
@@ -21,9 +21,9 @@ import textwrap
 from collections.abc import Coroutine
 
 import _mcp_http  # noqa: F401 (importing it routes HTTP through fetch)
-from _mcp_bytecode import compile_wheel  # noqa: F401 (runner.ts calls it here)
+from _mcp_bytecode import compile_wheel  # noqa: F401 (the runner calls it here)
 from _mcp_encode import cut_text, dump_json, format_error, json_string
-from _mcp_tools import set_tools  # noqa: F401 (runner.ts calls it here)
+from _mcp_tools import set_tools  # noqa: F401 (the runner calls it here)
 from pyodide.code import CodeRunner, find_imports, should_quiet
 
 

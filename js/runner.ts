@@ -40,7 +40,7 @@ export interface Init {
   makeSnapshot?: boolean;
   /**
    * Bytes of output a run may send, and bytes of its return value (cut by
-   * runner.py's cut_text); 0 for no limit.
+   * encode.py's cut_text); 0 for no limit.
    */
   outputLimit?: number;
   /** Bytes of a run's error text; 0 for no limit. */

@@ -1,5 +1,5 @@
 """The mcp_tools module: the tools of other MCP servers, which a run's code
-calls through the runner (runner.ts's ToolCalls).
+calls through the runner (run.ts's ToolCalls).
 
 Installed as _mcp_tools by boot.ts, before _mcp_runner, which uses it.
 """
