@@ -48,6 +48,7 @@ test-js: $(DENO)
 	$(DENO) lint js/
 	$(DENO) check js/worker.ts js/runner.ts
 	$(DENO) check --no-config --lock=testdata/tssdk/deno.lock --frozen-lockfile testdata/tssdk/client.ts
+	$(DENO) test --allow-read --allow-write js/
 
 # go.mod and go.sum must be tidy as committed (-diff changes nothing).
 test-go:

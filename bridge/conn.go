@@ -124,7 +124,7 @@ type RunRequest struct {
 
 // MaxEntries bounds the changes, and the figures, that a files frame may
 // bring, and the names of an imports frame: the runner looks at no more
-// files than that in one watched directory (maxScan in runner.ts). Code can
+// files than that in one watched directory (maxScan in js/files.ts). Code can
 // forge frames, and every entry costs the server memory, a line of the
 // result and a file in the store, so past it entries are refused.
 const MaxEntries = 10_000

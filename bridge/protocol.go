@@ -13,8 +13,8 @@ import "encoding/json"
 //
 // Each type of frame is a Go type below, named for its "type" and ending in
 // Frame; Decode reads a frame into the one its "type" names, Encode writes
-// one. Only the JSON crosses the bridge: js/runner.ts and js/runner.py build
-// and read the same objects.
+// one. Only the JSON crosses the bridge: the runner (js/runner.ts and the
+// modules it imports and installs) builds and reads the same objects.
 
 // The "type" of each frame.
 const (

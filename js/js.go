@@ -1,7 +1,9 @@
 // Package js holds the program each Deno worker process runs: worker.ts, the
-// main thread that talks to the supervisor, and runner.ts with runner.py, the
-// Web Worker that runs Python in Pyodide. The files are embedded so the
-// binary is all a user installs; the supervisor writes them to its cache.
+// main thread that talks to the supervisor, and runner.ts with the modules it
+// imports and the Python modules it installs (runner.py and those it
+// imports), the Web Worker that runs Python in Pyodide. The files are
+// embedded so the binary is all a user installs; the supervisor writes them
+// to its cache. The tests (*_test.ts, *_test.py) are left out.
 package js
 
 import (
@@ -18,7 +20,9 @@ import (
 // Entry is the file deno runs.
 const Entry = "worker.ts"
 
-//go:embed worker.ts runner.ts runner.py deno.json
+//go:embed worker.ts runner.ts boot.ts files.ts frames.ts output.ts packages.ts pymodules.ts run.ts snapshotfile.ts
+//go:embed runner.py bytecode.py encode.py fetch.py tools.py
+//go:embed deno.json
 var files embed.FS
 
 // Files returns the worker program's files.

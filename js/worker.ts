@@ -4,8 +4,12 @@
 // The supervisor writes a Config as one line of JSON to stdin; the secret
 // travels that way so it never shows in argv or the environment. This thread
 // dials the supervisor's websocket, proves itself with the secret, then relays
-// frames both ways without reading them: the protocol lives in runner.ts and
-// bridge/protocol.go.
+// frames both ways. The runner's go to the supervisor unread. Of the
+// supervisor's, each JSON frame is parsed for its type: this thread answers a
+// ping for a runner that rehearsed lately, sets the interrupt buffer for an
+// interrupt and replaces the runner for a recycle; every other frame, and
+// every binary one, goes to the runner unchanged. The rest of the protocol
+// lives in the runner (runner.ts) and bridge/protocol.go.
 //
 // The supervisor keeps stdin open for as long as it wants the worker, and the
 // operating system closes it when the supervisor dies, however it dies: the

@@ -12,7 +12,7 @@ import (
 // A snapshot file holds Pyodide's memory snapshot without the zero pages of
 // its wasm memory (about 45% of them): a worker reads only the other pages,
 // straight into its grown wasm memory, whose fresh pages are zero already
-// (runner.ts, openSnapshot and restorePages, reads it). Little-endian:
+// (js/snapshotfile.ts, openSnapshot and restorePages, reads it). Little-endian:
 //
 //	offset  size  what
 //	0       8     snapshotMagic
@@ -116,7 +116,7 @@ func packSnapshot(raw []byte) ([]byte, error) {
 }
 
 // readSnapshotLayout reads and checks the head of a snapshot file of size
-// bytes: what runner.ts checks before it restores from one.
+// bytes: what js/snapshotfile.ts checks before it restores from one.
 func readSnapshotLayout(r io.ReaderAt, size int64) (snapshotLayout, error) {
 	var head [snapshotHead]byte
 	if _, err := r.ReadAt(head[:], 0); err != nil {

@@ -495,7 +495,7 @@ for h in hosts:
     print(h, js.Deno.permissions.querySync(obj({'name': 'net', 'host': h})).state)
 await js.fetch('http://192.168.1.1/')`},
 		{name: "net_default_port_scan", code: portScan},
-		// Python's own HTTP clients fetch too (runner.py's _fetch), under the
+		// Python's own HTTP clients fetch too (js/fetch.py's _fetch), under the
 		// same policy; a refusal names the flags.
 		{name: "net_default_urlopen_local_service", code: "import urllib.request\nurllib.request.urlopen('http://$LOCAL/')"},
 		{name: "unix_socket", code: jsObject + "await js.Deno.connect(obj({'transport': 'unix', 'path': '$SOCKET'}))"},

@@ -100,7 +100,7 @@ func renderCases() []renderCase {
 		{"control_chars", supervisor.Result{Status: supervisor.StatusSuccess, ReturnString: true, ReturnValue: str("hi"),
 			Output: []string{"\x1b[31mred\x1b[0m", "tab\there", `quote " backslash \`, "del\x7f", "nul\x00 bell\x07 ff\x0c"}}},
 		// Return values past the output limit, as the worker cuts them
-		// (js/runner.py, cut_return_value; here with a 32 and a 48 byte
+		// (js/encode.py, cut_text; here with a 32 and a 48 byte
 		// limit): always a str, so JSON mode's return_value stays valid JSON
 		// and XML mode shows the text cut, then the note on its own line.
 		{"return_truncated_str", supervisor.Result{Status: supervisor.StatusSuccess, ReturnString: true,

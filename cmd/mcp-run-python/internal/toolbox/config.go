@@ -194,7 +194,7 @@ func checkServerName(name string) error {
 
 // Identifier is the Python name of a server or tool in mcp_tools: name with
 // every character outside [A-Za-z0-9_] replaced by "_". Python's mcp_tools
-// module (js/runner.py) maps names the same way, so the two must change
+// module (js/tools.py) maps names the same way, so the two must change
 // together.
 func Identifier(name string) string {
 	var b strings.Builder
