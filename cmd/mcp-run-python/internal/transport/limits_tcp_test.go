@@ -1,14 +1,11 @@
 package transport
 
 import (
-	"context"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
-
-	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcptest"
 )
@@ -33,15 +30,7 @@ func TestLargeBodyOverTCP(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- ServeHTTP(ctx, ln, fe, zap.NewNop()) }()
-			t.Cleanup(func() {
-				cancel()
-				if err := <-done; err != nil {
-					t.Errorf("serve: %v", err)
-				}
-			})
+			serveOn(t, ln, fe)
 			path := "/mcp"
 			if kind == SSE {
 				path = sseMessagesPath + "?sessionId=any"

@@ -85,15 +85,7 @@ type memServer struct {
 func serveMem(t *testing.T, fe *HTTPFrontEnd) *memServer {
 	t.Helper()
 	ln := newMemListener()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ServeHTTP(ctx, ln, fe, zap.NewNop()) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
+	serveOn(t, ln, fe)
 	srv := &memServer{ln: ln, url: "http://" + memAddr.String()}
 	srv.http = srv.client(t)
 	return srv
@@ -149,4 +141,18 @@ func (s *memServer) post(t *testing.T, path string, body io.Reader, length int64
 	_ = conn.Close()
 	<-sent
 	return resp, got
+}
+
+// serveOn serves fe through ServeHTTP on ln until the test ends.
+func serveOn(t *testing.T, ln net.Listener, fe *HTTPFrontEnd) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ServeHTTP(ctx, ln, fe, zap.NewNop()) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
 }
