@@ -86,6 +86,10 @@ type Request struct {
 	// held to no share. It is an opaque key, only compared: how callers are
 	// named is the front end's business.
 	Principal string
+	// Ask is what the call's code may ask of the client's model and of the
+	// person at the client, and who answers. Its zero value asks nothing:
+	// the code sees upstream's interpreter.
+	Ask Ask
 }
 
 // WorkDir is the working directory of the code, in the interpreter's file

@@ -99,6 +99,10 @@ type Config struct {
 	Tools     Tools
 	ToolCalls int
 
+	// AskLimits bound what running code asks of the model or the person
+	// through Request.Ask (llm_query, llm_query_batched, ask_user).
+	AskLimits AskLimits
+
 	// CacheLimit bounds the total size of the cache directory's entries
 	// (worker programs, Pyodide installs, memory snapshots, package files
 	// and index pages: see package cachedir). Past it the supervisor
