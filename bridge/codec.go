@@ -64,6 +64,10 @@ func Decode(data []byte) (Frame, error) {
 		return decodeAs[ToolCallFrame](data)
 	case TypeToolResult:
 		return decodeAs[ToolResultFrame](data)
+	case TypeAsk:
+		return decodeAs[AskFrame](data)
+	case TypeAnswer:
+		return decodeAs[AnswerFrame](data)
 	case TypeCompile:
 		return decodeAs[CompileFrame](data)
 	case TypeCompiled:

@@ -33,6 +33,7 @@ var goldenFrames = []struct {
 		Tools:      json.RawMessage(`[{"server":"files","name":"read","description":"Reads a file.","input_schema":{"type":"object"}}]`),
 	}, true},
 	{"run_plain", RunFrame{Code: "1 + 1"}, true},
+	{"run_ask", RunFrame{Code: `llm_query("hi")`, Ask: &AskSpec{Model: true, Person: true, Batch: 64, PromptBytes: 1 << 20, FrameBytes: 129 << 20}}, true},
 	{"imports", ImportsFrame{Code: "import requests", Names: []string{"numpy"}}, true},
 	{"install", InstallFrame{Files: []File{
 		{Name: "tinypkg-1.0-py3-none-any.whl", Size: 1024},
@@ -46,6 +47,12 @@ var goldenFrames = []struct {
 	{"snapshot", SnapshotFrame{Names: []string{"numpy", "pandas"}}, true},
 	{"tool_result", ToolResultFrame{ID: 7, Value: json.RawMessage(`{"content":[{"type":"text","text":"hi"}]}`)}, true},
 	{"tool_result_error", ToolResultFrame{ID: 8, Error: "the tool call limit of 5 was reached"}, true},
+	{"answer", AnswerFrame{ID: 3, Answers: []Answer{
+		{Text: "42"},
+		{Value: json.RawMessage(`{"choice":"a"}`)},
+		{Declined: true, Error: "the person declined"},
+	}}, true},
+	{"answer_error", AnswerFrame{ID: 4, Error: "this call has asked more than 100 questions, the limit (--llm-requests)"}, true},
 	{"compile", CompileFrame{
 		Names: []string{"numpy/deep.py"},
 		Files: []File{{Name: "numpy-2.0-cp314-cp314-pyodide_2025_0_wasm32.whl", Size: 4096}},
@@ -83,6 +90,10 @@ var goldenFrames = []struct {
 		Figures: []Figure{{MIMEType: "image/png", Size: 2048}},
 	}, false},
 	{"tool_call", ToolCallFrame{ToolCall{ID: 1, Server: "files", Tool: "read", Args: json.RawMessage(`{"path":"a.txt"}`)}}, false},
+	{"ask", AskFrame{ID: 1, Questions: []Question{
+		{Kind: AskModel, Prompt: "Summarize: \"a\"\n", System: "Be brief.", MaxTokens: 200, Temperature: new(0.5), ModelHint: "claude"},
+		{Kind: AskPerson, Message: "Pick one", Schema: json.RawMessage(`{"type":"object","properties":{"choice":{"type":"string"}}}`)},
+	}}, false},
 	{"fatal", FatalFrame{Error: "runner: RangeError: Maximum call stack size exceeded"}, false},
 	{"compiled", CompiledFrame{Tag: "cpython-314", Magic: "2b0e0d0a", Modules: 2, Skipped: 1}, false},
 	{"compiled_error", CompiledFrame{Error: "RangeError: Maximum call stack size exceeded", Names: []string{"p/deep.py"}}, false},
@@ -132,7 +143,7 @@ func TestGoldenFrames(t *testing.T) {
 	// Every type Decode knows has a golden file.
 	for _, typ := range []string{TypeHello, TypeReady, TypeOutput, TypeResult, TypeFatal, TypeRun, TypeImports,
 		TypeInstall, TypeInstalled, TypeInterrupt, TypePing, TypePong, TypePut, TypeFiles, TypeSnapshot,
-		TypeStandby, TypeRestore, TypeRecycle, TypeRecycled, TypeToolCall, TypeToolResult, TypeCompile, TypeCompiled, TypeCompiling} {
+		TypeStandby, TypeRestore, TypeRecycle, TypeRecycled, TypeToolCall, TypeToolResult, TypeAsk, TypeAnswer, TypeCompile, TypeCompiled, TypeCompiling} {
 		if !types[typ] {
 			t.Errorf("no golden frame of type %q", typ)
 		}
@@ -159,6 +170,7 @@ func TestDecodeRefuses(t *testing.T) {
 		{"type not a string", `{"type":5}`, "bridge: malformed frame: json: cannot unmarshal number"},
 		{"field of the wrong type", `{"type":"output","stream":"stdout","lines":[1]}`, "bridge: malformed frame: json: cannot unmarshal number into Go struct field OutputFrame.lines"},
 		{"negative id as a string", `{"type":"tool_call","id":"1"}`, "bridge: malformed frame: json: cannot unmarshal string"},
+		{"a question's tokens as a string", `{"type":"ask","id":1,"questions":[{"kind":"model","max_tokens":"5"}]}`, "bridge: malformed frame: json: cannot unmarshal string"},
 		{"trailing garbage", `{"type":"pong"} x`, "bridge: malformed frame: invalid character 'x' after top-level value"},
 	}
 	for _, tt := range tests {

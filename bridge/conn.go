@@ -120,6 +120,12 @@ type RunRequest struct {
 	// the answer goes back with Conn.ToolResult. Nil refuses tool calls:
 	// one is then a protocol error that ends the run.
 	OnToolCall func(ToolCall)
+	// Ask is the run frame's: see RunFrame.Ask.
+	Ask *AskSpec
+	// OnAsk is called, as OnToolCall is, for each round of questions the
+	// code asks; the answers go back with Conn.Answer. Nil makes an ask
+	// frame a protocol error that ends the run.
+	OnAsk func(AskFrame)
 }
 
 // MaxEntries bounds the changes, and the figures, that a files frame may
@@ -158,7 +164,7 @@ type FigureData struct {
 // returned as is, with the files frame that came before it, if any; on
 // error, what was printed before it has already gone to onOutput.
 func (c *Conn) Run(ctx context.Context, req RunRequest, onOutput func(s Stream, lines []string, dropped int)) (ResultFrame, Files, error) {
-	run := RunFrame{Code: req.Code, Globals: req.Globals, Watch: req.Watch, FilesLimit: req.FilesLimit, Tools: req.Tools}
+	run := RunFrame{Code: req.Code, Globals: req.Globals, Watch: req.Watch, FilesLimit: req.FilesLimit, Tools: req.Tools, Ask: req.Ask}
 	if err := c.write(ctx, run); err != nil {
 		return ResultFrame{}, Files{}, err
 	}
@@ -193,6 +199,11 @@ func (c *Conn) Run(ctx context.Context, req RunRequest, onOutput func(s Stream, 
 				return ResultFrame{}, files, errors.New("bridge: a tool call, and no tools are configured")
 			}
 			req.OnToolCall(m.ToolCall)
+		case AskFrame:
+			if req.OnAsk == nil {
+				return ResultFrame{}, files, errors.New("bridge: a round of questions, and no one to ask")
+			}
+			req.OnAsk(m)
 		default:
 			return ResultFrame{}, files, fmt.Errorf("bridge: unexpected %q frame during a run", f.Type())
 		}
@@ -391,6 +402,17 @@ func (c *Conn) ToolResult(ctx context.Context, id int64, value json.RawMessage, 
 	m := ToolResultFrame{ID: id, Value: value, Error: errText}
 	if errText != "" {
 		m.Value = nil
+	}
+	return c.write(ctx, m)
+}
+
+// Answer answers the round of questions id of the running code with one
+// answer per question, or with errText, which fails the round. It is safe
+// to call while Run is reading.
+func (c *Conn) Answer(ctx context.Context, id int64, answers []Answer, errText string) error {
+	m := AnswerFrame{ID: id, Answers: answers, Error: errText}
+	if errText != "" {
+		m.Answers = nil
 	}
 	return c.write(ctx, m)
 }

@@ -42,6 +42,8 @@ const (
 	TypeCompiling  = "compiling"
 	TypeRecycle    = "recycle"
 	TypeRecycled   = "recycled"
+	TypeAsk        = "ask"
+	TypeAnswer     = "answer"
 )
 
 // Frame is one JSON frame: one of the types below.
@@ -125,6 +127,26 @@ type RunFrame struct {
 	// Tools lists the tools the code may call, as a JSON array of
 	// supervisor.ToolSpec: the worker makes Python's mcp_tools module of it.
 	Tools json.RawMessage `json:"tools,omitempty"`
+	// Ask, when set, makes the code's llm_query, llm_query_batched,
+	// ask_user and input() ask through ask frames; nil leaves the
+	// interpreter as it is, without them.
+	Ask *AskSpec `json:"ask,omitempty"`
+}
+
+// AskSpec is what a run's code may ask (see AskFrame): the model (Model)
+// or the person (Person), with the limits Python checks before a round
+// leaves it, so that code hears of them early and clearly. The supervisor
+// checks every round again: the worker shares its interpreter with the
+// code.
+type AskSpec struct {
+	Model  bool `json:"model,omitempty"`
+	Person bool `json:"person,omitempty"`
+	// Batch bounds the questions of a round, PromptBytes the bytes of one
+	// prompt, system text, message or schema; 0 for no limit.
+	Batch       int `json:"batch,omitempty"`
+	PromptBytes int `json:"prompt_bytes,omitempty"`
+	// FrameBytes is the largest ask frame the supervisor reads.
+	FrameBytes int64 `json:"frame_bytes,omitempty"`
 }
 
 // ImportsFrame asks the worker (Go → worker) which modules Code imports that
@@ -205,6 +227,22 @@ type ToolResultFrame struct {
 	ID    int64           `json:"id,omitempty"`
 	Value json.RawMessage `json:"value,omitempty"`
 	Error string          `json:"error,omitempty"`
+}
+
+// AskFrame (worker → Go), sent during a run, asks one round of Questions:
+// one llm_query, ask_user or input(), or all the prompts of one
+// llm_query_batched. An AnswerFrame (Go → worker) answers it.
+type AskFrame struct {
+	ID        int64      `json:"id,omitempty"`
+	Questions []Question `json:"questions,omitempty"`
+}
+
+// AnswerFrame (Go → worker) answers the AskFrame of the same ID with one
+// Answer per question, in order, or with Error, which fails the round.
+type AnswerFrame struct {
+	ID      int64    `json:"id,omitempty"`
+	Answers []Answer `json:"answers,omitempty"`
+	Error   string   `json:"error,omitempty"`
 }
 
 // CompileFrame (Go → worker) asks a compile worker, one where no user code
@@ -304,6 +342,12 @@ func (ToolCallFrame) Type() string { return TypeToolCall }
 // Type returns TypeToolResult.
 func (ToolResultFrame) Type() string { return TypeToolResult }
 
+// Type returns TypeAsk.
+func (AskFrame) Type() string { return TypeAsk }
+
+// Type returns TypeAnswer.
+func (AnswerFrame) Type() string { return TypeAnswer }
+
 // Type returns TypeCompile.
 func (CompileFrame) Type() string { return TypeCompile }
 
@@ -336,6 +380,37 @@ type ToolCall struct {
 	Server string          `json:"server,omitempty"`
 	Tool   string          `json:"tool,omitempty"`
 	Args   json.RawMessage `json:"args,omitempty"`
+}
+
+// The Kind of a Question.
+const (
+	AskModel  = "model"  // llm_query: Prompt, System, MaxTokens, Temperature, ModelHint
+	AskPerson = "person" // ask_user or input(): Message, Schema
+)
+
+// Question is one question of an ask frame. It comes from the worker, which
+// shares its interpreter with the code: its fields are the code's, to be
+// checked.
+type Question struct {
+	Kind        string          `json:"kind,omitempty"`
+	Prompt      string          `json:"prompt,omitempty"`
+	System      string          `json:"system,omitempty"`
+	MaxTokens   int             `json:"max_tokens,omitempty"`
+	Temperature *float64        `json:"temperature,omitempty"`
+	ModelHint   string          `json:"model_hint,omitempty"`
+	Message     string          `json:"message,omitempty"`
+	Schema      json.RawMessage `json:"schema,omitempty"`
+}
+
+// Answer is the answer to one Question: Text (the model's, or the
+// person's without a schema), Value (the person's object, with one), or
+// why there is none: Declined (the person declined, or the client
+// refused) and Error.
+type Answer struct {
+	Text     string          `json:"text,omitempty"`
+	Value    json.RawMessage `json:"value,omitempty"`
+	Declined bool            `json:"declined,omitempty"`
+	Error    string          `json:"error,omitempty"`
 }
 
 // Change is a file a run created, changed or deleted, by its absolute path
