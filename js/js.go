@@ -21,7 +21,7 @@ import (
 const Entry = "worker.ts"
 
 //go:embed worker.ts runner.ts boot.ts files.ts frames.ts output.ts packages.ts pymodules.ts run.ts snapshotfile.ts
-//go:embed runner.py bytecode.py encode.py fetch.py tools.py
+//go:embed runner.py ask.py bytecode.py encode.py fetch.py tools.py
 //go:embed deno.json
 var files embed.FS
 

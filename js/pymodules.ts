@@ -1,6 +1,7 @@
 // The runner's Python modules, installed into an interpreter.
 
 import type { PyodideAPI } from "pyodide";
+import ask from "./ask.py" with { type: "text" };
 import bytecode from "./bytecode.py" with { type: "text" };
 import encode from "./encode.py" with { type: "text" };
 import fetch from "./fetch.py" with { type: "text" };
@@ -13,6 +14,7 @@ const modules: [string, string][] = [
   ["_mcp_tools", tools],
   ["_mcp_http", fetch],
   ["_mcp_bytecode", bytecode],
+  ["_mcp_ask", ask],
   ["_mcp_runner", runner],
 ];
 

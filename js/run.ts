@@ -8,21 +8,27 @@ import type { Budget, LineSplitter } from "./output.ts";
 import type { Init } from "./runner.ts";
 
 /**
- * The tool calls of the running code, waiting for their answers. The
- * answer of a call is its tool_result frame, as sent: tools.py reads it.
+ * The requests of the running code that wait for the supervisor's answer:
+ * its tool calls (tool_call frames, answered by tool_result) and its rounds
+ * of questions (ask frames, answered by answer). The answer is the frame as
+ * sent: tools.py and ask.py read it.
  */
-export class ToolCalls {
+export class Replies {
   private waiting = new Map<number, (frame: string) => void>();
   private last = 0;
 
-  call = (server: string, tool: string, args: string): Promise<string> =>
-    new Promise((resolve) => {
+  constructor(private post: (frame: string) => void = send) {}
+
+  /** Sends the frame of a new id, made by frame, and waits for its answer. */
+  request(frame: (id: number) => string): Promise<string> {
+    return new Promise((resolve) => {
       const id = ++this.last;
       this.waiting.set(id, resolve);
-      send(JSON.stringify({ type: "tool_call", id, server, tool, args: JSON.parse(args) }));
+      this.post(frame(id));
     });
+  }
 
-  /** Answers call id; an answer to no call (a stale one, after an interrupt) is dropped. */
+  /** Answers request id; an answer to no request (a stale one, after an interrupt) is dropped. */
   settle(id: number, frame: string) {
     this.waiting.get(id)?.(frame);
     this.waiting.delete(id);
@@ -36,6 +42,7 @@ export type PyRun = (
   errorLimit: number,
   globals: unknown,
   keep: boolean,
+  ask?: string,
 ) => string | Promise<string>;
 
 /** The runner's Python modules, as this thread calls them: runner.py's. */
@@ -65,6 +72,8 @@ export interface RunFrame {
   files_limit?: number;
   /** The tools the code may call: tools.py makes the mcp_tools module of them. */
   tools?: unknown[];
+  /** What the code may ask, and the limits: see bridge.AskSpec and ask.py. */
+  ask?: Record<string, unknown>;
 }
 
 /**
@@ -116,6 +125,7 @@ export async function run(
       init.errorLimit ?? 0,
       globals,
       !!init.session,
+      msg.ask ? JSON.stringify(msg.ask) : undefined,
     );
   } catch (e) {
     // Only the interpreter's own end gets here (os._exit, a wasm trap):

@@ -20,6 +20,7 @@ import sys
 import textwrap
 from collections.abc import Coroutine
 
+import _mcp_ask
 import _mcp_http  # noqa: F401 (importing it routes HTTP through fetch)
 from _mcp_bytecode import compile_wheel  # noqa: F401 (the runner calls it here)
 from _mcp_encode import cut_text, dump_json, format_error, json_string
@@ -91,12 +92,19 @@ signal.signal(signal.SIGINT, _interrupt)
 
 
 def run(
-    code: str, limit: int = 0, error_limit: int = 0, global_variables: dict | None = None, keep: bool = False
+    code: str,
+    limit: int = 0,
+    error_limit: int = 0,
+    global_variables: dict | None = None,
+    keep: bool = False,
+    ask: str | None = None,
 ) -> str | Coroutine[None, None, str]:
     """Runs code as module __main__ from main.py and returns the result frame.
 
     global_variables become globals first, as upstream's do; keep runs the
-    code in the session's namespace instead of a new one.
+    code in the session's namespace instead of a new one. ask, the run
+    frame's bridge.AskSpec as JSON, defines llm_query and the rest for the
+    run (see _mcp_ask); None leaves the interpreter as it is.
 
     A return value longer than limit bytes, or an error text longer than
     error_limit bytes, is cut (0: no limit); see cut_text.
@@ -113,6 +121,8 @@ def run(
     _figures.clear()
     _interrupt.running = True
     asynchronous = False
+    if ask is not None:
+        _mcp_ask.enable(ask)
     try:
         runner = _compile(code)
         if runner.code is not None and runner.code.co_flags & inspect.CO_COROUTINE:
@@ -123,6 +133,8 @@ def run(
         return _failure(e, error_limit)
     finally:
         _interrupt.running = asynchronous
+        if not asynchronous:
+            _mcp_ask.disable()
         _flush()
 
 
@@ -163,6 +175,7 @@ async def _run_async(runner: CodeRunner, namespace: dict[str, object], limit: in
         return _failure(e, error_limit)
     finally:
         _interrupt.running = False
+        _mcp_ask.disable()
         _flush()
 
 

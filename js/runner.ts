@@ -20,7 +20,7 @@ import { Incoming, put, type Scan, scanAll } from "./files.ts";
 import { describe, fatal, send } from "./frames.ts";
 import { Budget, LineSplitter } from "./output.ts";
 import { compileWheel, install } from "./packages.ts";
-import { FetchAborts, type PyRunner, run, type RunFrame, ToolCalls } from "./run.ts";
+import { FetchAborts, type PyRunner, Replies, run, type RunFrame } from "./run.ts";
 
 /** What the parent tells the runner before anything else. */
 export interface Init {
@@ -129,10 +129,22 @@ async function serve(init: Init) {
   send(JSON.stringify({ type: "ready", python, snapshot: restored }));
   const keepWarm = setInterval(rehearse, 250);
 
-  // Tool calls of the code (code mode) go out as frames and their answers
-  // come back during the run: see bridge.ToolCall.
-  const toolCalls = new ToolCalls();
-  py.registerJsModule("_mcp_tools_bridge", { call: toolCalls.call });
+  // Tool calls of the code (code mode) and its rounds of questions go out
+  // as frames and their answers come back during the run: see
+  // bridge.ToolCall and bridge.AskFrame. ask.py sends a round's questions
+  // as JSON, spliced in unparsed.
+  const toolCalls = new Replies();
+  py.registerJsModule("_mcp_tools_bridge", {
+    call: (server: string, tool: string, args: string) =>
+      toolCalls.request((id) =>
+        JSON.stringify({ type: "tool_call", id, server, tool, args: JSON.parse(args) })
+      ),
+  });
+  const asks = new Replies();
+  py.registerJsModule("_mcp_ask_bridge", {
+    ask: (questions: string) =>
+      asks.request((id) => `{"type":"ask","id":${id},"questions":${questions}}`),
+  });
   // runner.py's SIGINT handler puts an interrupt it cannot take yet back.
   py.registerJsModule("_mcp_interrupt", {
     again: (signal: number) => init.interrupt && Atomics.store(init.interrupt, 0, signal),
@@ -168,6 +180,7 @@ async function serve(init: Init) {
     }
     const msg = JSON.parse(e.data);
     if (msg.type === "tool_result") return toolCalls.settle(msg.id, e.data);
+    if (msg.type === "answer") return asks.settle(msg.id, e.data);
     if (running) return fatal("a frame arrived during a run");
     if (ran) return; // one run: a fresh interpreter per call
     switch (msg.type) {

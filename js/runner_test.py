@@ -9,6 +9,9 @@ import json
 import math
 import uuid
 
+import builtins
+
+import _mcp_ask
 from _mcp_encode import cut_text, dump_json, format_error, json_string
 from _mcp_runner import run
 
@@ -157,3 +160,73 @@ def test_format_error_hides_the_runner() -> None:
 def test_float_round_trip() -> None:
     for x in (0.1, 1 / 3, 2.5e-300, 1.7976931348623157e308, 5e-324, 1e15, 123.0):
         assert float(dump_json(x)) == x and math.copysign(1, float(dump_json(x))) == math.copysign(1, x), x
+
+
+_ASK_NAMES = ('llm_query', 'llm_query_batched', 'ask_user', 'AskError', 'LLMQueryError', 'AskUserError', 'UserDeclinedError')
+
+
+def test_ask_names() -> None:
+    """A run that may ask has the names it may use, and no other; they go
+    as it ends, input() back to its own, and a run that may ask nothing
+    leaves what its code made alone."""
+    own_input = builtins.input
+    cases = [
+        # (spec, names defined, input replaced)
+        ({'model': True}, {'llm_query', 'llm_query_batched', 'AskError', 'LLMQueryError'}, False),
+        ({'person': True}, {'ask_user', 'AskError', 'AskUserError', 'UserDeclinedError'}, True),
+        ({'model': True, 'person': True}, set(_ASK_NAMES), True),
+    ]
+    check = 'import builtins\n[[n for n in names if hasattr(builtins, n)], input is own_input]'
+    for spec, names, replaced in cases:
+        got = json.loads(run(check, ask=json.dumps(spec), global_variables={'names': _ASK_NAMES, 'own_input': own_input}))
+        want = sorted(names, key=_ASK_NAMES.index)
+        assert got['return_value'] == [want, not replaced], f'{spec}: {got}'
+        assert [n for n in _ASK_NAMES if hasattr(builtins, n)] == [] and builtins.input is own_input, f'{spec}: left behind'
+    builtins.llm_query = 'mine'
+    try:
+        json.loads(run('1'))
+        assert builtins.llm_query == 'mine', 'a run that may ask nothing took a name of its code'
+    finally:
+        del builtins.llm_query
+
+
+def test_ask_arguments() -> None:
+    """What the code passes is checked before anything is asked: types with
+    TypeError, sizes and values with ValueError, each saying which."""
+    cases = [
+        ('llm_query(5)', TypeError, 'llm_query() argument prompt must be str, not int'),
+        ('llm_query("a", system=b"x")', TypeError, 'llm_query() argument system must be str, not bytes'),
+        ('llm_query("a", max_tokens=True)', TypeError, 'llm_query() argument max_tokens must be int, not bool'),
+        ('llm_query("a", max_tokens=0)', ValueError, 'llm_query() argument max_tokens must be positive, not 0'),
+        ('llm_query("a", temperature="hot")', TypeError, 'llm_query() argument temperature must be int or float, not str'),
+        ('llm_query("a", temperature=float("nan"))', ValueError, 'llm_query() argument temperature must be a finite number of at least 0, not nan'),
+        ('llm_query("a", model_hint=1)', TypeError, 'llm_query() argument model_hint must be str, not int'),
+        ('llm_query("é" * 6)', ValueError, 'llm_query() argument prompt is 12 bytes, past the limit of 10 bytes: send a shorter text, or slices of it'),
+        ('llm_query("a\\ud800")', ValueError, "llm_query() argument prompt is not text that UTF-8 can carry: surrogates not allowed at 1"),
+        ('llm_query_batched("abc")', TypeError, 'llm_query_batched() argument prompts must be a list of str, not str'),
+        ('llm_query_batched(["a", 2])', TypeError, 'llm_query_batched() argument prompts[1] must be str, not int'),
+        ('llm_query_batched(["a"] * 3)', ValueError, 'llm_query_batched(): 3 prompts, past the limit of 2 in one round: send them in rounds of 2'),
+        ('ask_user(None)', TypeError, 'ask_user() argument message must be str, not NoneType'),
+        ('ask_user("a", "b")', TypeError, 'ask_user() argument schema must be a dict (a JSON schema) or None, not str'),
+        ('ask_user("a", {"a": {1}})', TypeError, 'ask_user() argument schema must be JSON: Object of type set is not JSON serializable'),
+        ('ask_user("a", {"type": "object", "title": "long"})', ValueError, 'ask_user() argument schema is 32 bytes, past the limit of 10 bytes: send a shorter text, or slices of it'),
+    ]
+    spec = json.dumps({'model': True, 'person': True, 'batch': 2, 'prompt_bytes': 10})
+    for code, kind, message in cases:
+        got = json.loads(run(f'try:\n    {code}\nexcept Exception as e:\n    r = [type(e).__name__, str(e)]\nr', ask=spec))
+        want = [kind.__name__, message]
+        assert got.get('return_value') == want, f'{code}: {got}, want {want}'
+
+
+def test_ask_outside_a_run() -> None:
+    """A function kept from a run that could ask asks nothing after it."""
+    run('import builtins\nbuiltins.kept = llm_query', ask=json.dumps({'model': True}))
+    try:
+        builtins.kept('a')
+    except _mcp_ask.AskError as e:
+        want = 'llm_query() cannot ask: this call may not ask anything (the server needs --sampling or --elicitation)'
+        assert str(e) == want and type(e) is _mcp_ask.LLMQueryError, repr(e)
+    else:
+        raise AssertionError('a kept llm_query asked')
+    finally:
+        del builtins.kept
