@@ -31,10 +31,8 @@ var (
 func (s *Supervisor) call(ctx context.Context, w *worker, run bridge.RunRequest, limit *deadline, onLine func(Line)) (Result, bridge.Files, error) {
 	stopCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	if left, ok := limit.left(); ok {
-		timer := time.AfterFunc(max(left, 0), func() { stop(errTimeout) })
-		defer timer.Stop()
-	}
+	clock := limit.start(progressFrom(ctx), func() { stop(errTimeout) })
+	defer clock.stop()
 	defer context.AfterFunc(s.ctx, func() { stop(errShutdown) })()
 	if s.cfg.MemoryLimit > 0 {
 		s.wg.Go(func() { s.watchMemory(stopCtx, w, func() { stop(errMemory) }) })
@@ -44,6 +42,14 @@ func (s *Supervisor) call(ctx context.Context, w *worker, run bridge.RunRequest,
 	if tools := s.newToolRelay(stopCtx, w.conn); tools != nil {
 		defer tools.close()
 		run.Tools, run.OnToolCall = tools.spec(), tools.handle
+	}
+	asks := s.newAskRelay(stopCtx, askFrom(ctx), clock, w.conn.Answer)
+	defer asks.close()
+	run.Ask, run.OnAsk = asks.spec(s.servingReadLimit()), asks.handle
+	if run.Ask != nil {
+		// A round of questions may be larger than any other frame of a run.
+		w.conn.SetReadLimit(run.Ask.FrameBytes + askFrameHead)
+		defer w.conn.SetReadLimit(s.servingReadLimit())
 	}
 	done := make(chan outcome, 1)
 	s.wg.Go(func() {

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -36,7 +37,9 @@ func (p installPhase) String() string {
 
 // deadline is a call's one time limit (--timeout): it runs from the call's
 // start through fetching, installing and running, and stops only while the
-// call waits for a free worker, which is the server's doing, not the call's.
+// call waits for a free worker, which is the server's doing, not the call's,
+// and while its code waits for the answers to its questions (runClock),
+// which are the model's or the person's.
 type deadline struct {
 	at time.Time // zero: no limit
 }
@@ -73,4 +76,67 @@ func (d *deadline) left() (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Until(d.at), true
+}
+
+// runClock stops a run at its deadline, calling fire, and stands still
+// while the run's code waits for answers (see askRelay): the model's time,
+// or the person's, is not the code's. Rounds may wait at once (async code
+// that gathers llm_query calls): the clock stands still while any does.
+// The progress clock (callProgress) stands still with it.
+type runClock struct {
+	mu       sync.Mutex
+	limit    *deadline
+	progress *callProgress
+	timer    *time.Timer // nil: no limit
+	stopped  bool
+	waiting  int       // rounds waiting now
+	resume   func()    // the progress clock's, while any round waits
+	since    time.Time // when the first of them began
+}
+
+// start arms the limit of a run, reported to progress (nil: none).
+func (d *deadline) start(progress *callProgress, fire func()) *runClock {
+	c := &runClock{limit: d, progress: progress}
+	if left, ok := d.left(); ok {
+		c.timer = time.AfterFunc(max(left, 0), fire)
+	}
+	return c
+}
+
+// pause stops the clock while a round waits for its answers; the returned
+// function starts it again, once, the limit moved by the time waited.
+func (c *runClock) pause() (resume func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.waiting == 0 {
+		c.since = time.Now()
+		c.resume = c.progress.wait()
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+	}
+	c.waiting++
+	return sync.OnceFunc(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.waiting--; c.waiting > 0 {
+			return
+		}
+		c.limit.extend(time.Since(c.since))
+		c.resume()
+		if c.timer != nil && !c.stopped {
+			left, _ := c.limit.left()
+			c.timer.Reset(max(left, 0))
+		}
+	})
+}
+
+// stop disarms the limit: the run is over.
+func (c *runClock) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped = true
+	if c.timer != nil {
+		c.timer.Stop()
+	}
 }

@@ -122,3 +122,74 @@ func TestDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestRunClock: on the bubble's clock, a run's limit stands still while
+// its code waits for answers, once for rounds that wait at once, and fires
+// at the limit moved by the wait; the progress clock stands still with it.
+func TestRunClock(t *testing.T) {
+	const timeout = 4 * time.Second
+	type wait struct{ from, to time.Duration } // since the start
+	tests := []struct {
+		name  string
+		waits []wait
+		fires time.Duration // since the start
+	}{
+		{"no wait", nil, timeout},
+		{"one wait", []wait{{time.Second, 3 * time.Second}}, timeout + 2*time.Second},
+		{"two waits at once count once", []wait{{time.Second, 3 * time.Second}, {2 * time.Second, 5 * time.Second}}, timeout + 4*time.Second},
+		{"one after the other", []wait{{time.Second, 2 * time.Second}, {3 * time.Second, 6 * time.Second}}, timeout + 4*time.Second},
+		{"a wait past the limit", []wait{{3 * time.Second, 10 * time.Second}}, timeout + 7*time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := &Supervisor{cfg: Config{Timeout: timeout}}
+				progress, log := newTestProgress()
+				start := time.Now()
+				var fired time.Duration
+				clock := s.newDeadline(start).start(progress, func() { fired = time.Since(start) })
+				defer clock.stop()
+				for _, w := range tt.waits {
+					go func() {
+						time.Sleep(w.from)
+						resume := clock.pause()
+						time.Sleep(w.to - w.from)
+						resume()
+						resume() // once only
+					}()
+				}
+				time.Sleep(tt.fires - time.Nanosecond)
+				synctest.Wait()
+				progress.report(ProgressEvent{Phase: PhaseRunning})
+				if fired != 0 {
+					t.Errorf("fired at %v, want %v", fired, tt.fires)
+				}
+				time.Sleep(time.Nanosecond)
+				synctest.Wait()
+				if fired != tt.fires {
+					t.Errorf("fired at %v, want %v", fired, tt.fires)
+				}
+				if evs := log.events(); len(evs) != 1 || evs[0].Spent != timeout-time.Nanosecond {
+					t.Errorf("progress %+v: want %v spent a nanosecond before the limit", evs, timeout-time.Nanosecond)
+				}
+			})
+		})
+	}
+}
+
+// A stopped clock fires no more, even when a wait ends after the run.
+func TestRunClockStopped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &Supervisor{cfg: Config{Timeout: time.Second}}
+		fired := false
+		clock := s.newDeadline(time.Now()).start(nil, func() { fired = true })
+		resume := clock.pause()
+		clock.stop()
+		resume()
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if fired {
+			t.Error("a stopped clock fired")
+		}
+	})
+}

@@ -126,6 +126,9 @@ func (p *pipeline) resolve(ctx context.Context) bool {
 		return p.end(Result{}, fmt.Errorf("%w: %d bytes, over the limit of %d bytes (%s); send shorter code",
 			ErrCodeTooLarge, len(code), s.cfg.CodeLimit, humanize.IBytes(uint64(s.cfg.CodeLimit))))
 	}
+	if ask := p.req.Ask; (ask.Model || ask.Person) && ask.Asker == nil {
+		return p.end(Result{}, errors.New("supervisor: the request's Ask has no Asker"))
+	}
 	var err error
 	if p.script, p.fromScript, err = packages.FromCode(code); err != nil {
 		return p.end(installError(nil, err, p.req.OnLine), nil)
@@ -287,7 +290,7 @@ func (p *pipeline) run(ctx context.Context) bool {
 	s := p.s
 	run := bridge.RunRequest{Code: p.req.Code, Globals: p.req.Globals, Watch: s.watched(), FilesLimit: s.cfg.FilesLimit}
 	stop := p.progress.running(&s.wg)
-	p.res, p.files, p.err = s.call(ctx, p.w, run, p.limit, p.req.OnLine)
+	p.res, p.files, p.err = s.call(withAsk(ctx, p.req.Ask), p.w, run, p.limit, p.req.OnLine)
 	stop()
 	return true
 }

@@ -29,6 +29,15 @@ const (
 	PhaseInstalling ProgressPhase = "installing"
 	// PhaseRunning: the code runs.
 	PhaseRunning ProgressPhase = "running"
+	// PhaseAsking: the code waits for the answers to its questions (see
+	// Ask); its time limit stands still meanwhile.
+	PhaseAsking ProgressPhase = "asking"
+)
+
+// Whom the code of a call waits for (ProgressEvent.Asking).
+const (
+	AskingModel  = "the model"
+	AskingPerson = "the person"
 )
 
 // ProgressEvent is one report of a call's progress (Request.OnProgress).
@@ -51,6 +60,12 @@ type ProgressEvent struct {
 	// Packages are the requirements being resolved (PhaseResolving) or the
 	// packages being installed (PhaseInstalling).
 	Packages []string
+	// Asking is whom the code waits for, AskingModel or AskingPerson;
+	// Questions are those of the round waiting, Asked those the call has
+	// asked so far, the round's included, and AskLimit the most it may
+	// ask, 0 for no limit (PhaseAsking).
+	Asking                     string
+	Questions, Asked, AskLimit int
 }
 
 // progressTick is how often a running call reports the time it spent.
@@ -75,8 +90,12 @@ type callProgress struct {
 	// mu orders the reports: downloads report from goroutines of their
 	// own, and OnProgress is promised one event at a time.
 	mu     sync.Mutex
-	paused time.Time     // when the current wait for a worker began; zero when none
-	waited time.Duration // the waits for a worker that ended
+	paused time.Time     // when the current wait (for a worker, or answers) began; zero when none
+	waited time.Duration // the waits that ended
+	// asking is what the running code waits for, reported on the ticks
+	// instead of PhaseRunning while asks is not 0: the rounds waiting.
+	asking ProgressEvent
+	asks   int
 }
 
 // newCallProgress returns the progress of a call of req that started at
@@ -125,8 +144,9 @@ func (c *callProgress) spentLocked(now time.Time) time.Duration {
 	return max(now.Sub(c.start)-c.waited, 0)
 }
 
-// wait stops the clock while the call waits for a worker, as its time limit
-// stops (see deadline); the returned function starts it again.
+// wait stops the clock while the call waits for a worker, or for answers,
+// as its time limit stops (see deadline); the returned function starts it
+// again.
 func (c *callProgress) wait() (done func()) {
 	if c == nil {
 		return func() {}
@@ -219,7 +239,7 @@ func (c *callProgress) running(wg *tracker.Tracker) (stop func()) {
 		for {
 			select {
 			case <-tick.C:
-				c.report(ProgressEvent{Phase: PhaseRunning})
+				c.tick()
 			case <-quit:
 				return
 			}
@@ -231,4 +251,35 @@ func (c *callProgress) running(wg *tracker.Tracker) (stop func()) {
 		close(quit)
 		<-done
 	}
+}
+
+// tick reports the running code: what it waits for, if it waits for
+// answers.
+func (c *callProgress) tick() {
+	c.mu.Lock()
+	ev := ProgressEvent{Phase: PhaseRunning}
+	if c.asks > 0 {
+		ev = c.asking
+	}
+	c.mu.Unlock()
+	c.report(ev)
+}
+
+// waiting reports a round of questions, ev, waiting for its answers, at
+// once and on every tick until the returned function is called.
+func (c *callProgress) waiting(ev ProgressEvent) (answered func()) {
+	if c == nil {
+		return func() {}
+	}
+	ev.Phase = PhaseAsking
+	c.mu.Lock()
+	c.asking = ev
+	c.asks++
+	c.mu.Unlock()
+	c.report(ev)
+	return sync.OnceFunc(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.asks--
+	})
 }

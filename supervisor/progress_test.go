@@ -60,6 +60,35 @@ func TestCallProgressTicksWhileRunning(t *testing.T) {
 	})
 }
 
+// While its code waits for answers, a running call's ticks say what it
+// waits for, until the last round waiting is answered.
+func TestCallProgressTicksWhileAsking(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, l := newTestProgress()
+		var wg tracker.Tracker
+		stop := c.running(&wg)
+		time.Sleep(1500 * time.Millisecond)
+		first := c.waiting(ProgressEvent{Asking: AskingModel, Questions: 1, Asked: 1})
+		time.Sleep(time.Second)
+		second := c.waiting(ProgressEvent{Asking: AskingPerson, Questions: 1, Asked: 2})
+		first()
+		first()
+		time.Sleep(time.Second)
+		second()
+		time.Sleep(time.Second)
+		stop()
+		var got []string
+		for _, ev := range l.events() {
+			got = append(got, string(ev.Phase)+" "+ev.Asking)
+		}
+		want := []string{"running ", "running ", "asking the model", "asking the model", "asking the person", "asking the person", "running "}
+		if !slices.Equal(got, want) {
+			t.Errorf("events %q, want %q", got, want)
+		}
+		<-wg.Shut()
+	})
+}
+
 func TestCallProgressClockStopsWhileWaiting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, l := newTestProgress()

@@ -35,9 +35,41 @@ type toolRelay struct {
 	ctx   context.Context
 	stop  context.CancelCauseFunc
 
-	made     int // read and written by handle only
-	calls    sync.WaitGroup
-	inFlight chan struct{}
+	made  int // read and written by handle only
+	calls answering
+}
+
+// answering answers the requests of one run (tool calls, rounds of
+// questions), each in a goroutine of its own, at most cap(slots) at once.
+type answering struct {
+	slots chan struct{}
+	wg    sync.WaitGroup
+}
+
+// start answers one request, in the background, with answer, once a slot
+// is free; when ctx, the run's, ends first, it returns without: the run is
+// over and nobody waits for the answer.
+func (a *answering) start(ctx context.Context, answer func()) {
+	select {
+	case a.slots <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	a.wg.Go(func() {
+		defer func() { <-a.slots }()
+		answer()
+	})
+}
+
+// wait waits for the answers under way.
+func (a *answering) wait() { a.wg.Wait() }
+
+// reply sends an answer with send, within toolReplyTimeout: the run may
+// have ended, and its connection with it, and then no longer listens.
+func reply(send func(ctx context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), toolReplyTimeout)
+	defer cancel()
+	_ = send(ctx)
 }
 
 // newToolRelay returns the relay of a run whose context is ctx, or nil when
@@ -48,7 +80,7 @@ func (s *Supervisor) newToolRelay(ctx context.Context, conn *bridge.Conn) *toolR
 	}
 	ctx, stop := context.WithCancelCause(ctx)
 	return &toolRelay{tools: s.cfg.Tools, conn: conn, limit: s.cfg.ToolCalls, ctx: ctx, stop: stop,
-		inFlight: make(chan struct{}, maxToolCallsInFlight)}
+		calls: answering{slots: make(chan struct{}, maxToolCallsInFlight)}}
 }
 
 // spec is the run frame's list of the tools, for Python's mcp_tools.
@@ -69,13 +101,7 @@ func (r *toolRelay) spec() json.RawMessage {
 func (r *toolRelay) handle(c bridge.ToolCall) {
 	r.made++
 	over := r.limit > 0 && r.made > r.limit
-	select {
-	case r.inFlight <- struct{}{}:
-	case <-r.ctx.Done():
-		return // the run is over: nobody waits for the answer
-	}
-	r.calls.Go(func() {
-		defer func() { <-r.inFlight }()
+	r.calls.start(r.ctx, func() {
 		var value json.RawMessage
 		var errText string
 		if over {
@@ -83,9 +109,7 @@ func (r *toolRelay) handle(c bridge.ToolCall) {
 		} else {
 			value, errText = r.call(c)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), toolReplyTimeout)
-		defer cancel()
-		_ = r.conn.ToolResult(ctx, c.ID, value, errText) // a run that ended no longer listens
+		reply(func(ctx context.Context) error { return r.conn.ToolResult(ctx, c.ID, value, errText) })
 	})
 }
 
@@ -117,5 +141,5 @@ func (r *toolRelay) close() {
 		return
 	}
 	r.stop(errRunEnded)
-	r.calls.Wait()
+	r.calls.wait()
 }

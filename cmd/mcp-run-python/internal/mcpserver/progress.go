@@ -254,8 +254,25 @@ func progressMessage(ev supervisor.ProgressEvent) string {
 			return "running: " + spent + " of " + strconv.FormatFloat(ev.Limit.Seconds(), 'f', -1, 64) + "s"
 		}
 		return "running: " + spent
+	case supervisor.PhaseAsking:
+		return askingMessage(ev)
 	}
 	return string(ev.Phase)
+}
+
+// askingMessage is the message of a round of questions waiting, such as
+// "waiting for the model: 3 of 50" (the call's questions so far, of its
+// limit), "waiting for the model: 64 at once, 64 of 100" for a batch.
+func askingMessage(ev supervisor.ProgressEvent) string {
+	msg := "waiting for " + ev.Asking + ": "
+	if ev.Questions > 1 {
+		msg += strconv.Itoa(ev.Questions) + " at once, "
+	}
+	msg += strconv.Itoa(ev.Asked)
+	if ev.AskLimit > 0 {
+		msg += " of " + strconv.Itoa(ev.AskLimit)
+	}
+	return msg
 }
 
 // ordinal is n as "1st", "2nd", "3rd", "4th"...

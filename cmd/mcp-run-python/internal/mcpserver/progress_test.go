@@ -259,6 +259,9 @@ func TestProgressMessage(t *testing.T) {
 		{supervisor.ProgressEvent{Phase: supervisor.PhaseRunning, Spent: 3900 * time.Millisecond, Limit: time.Minute}, "running: 3s of 60s"},
 		{supervisor.ProgressEvent{Phase: supervisor.PhaseRunning, Spent: time.Second, Limit: 1500 * time.Millisecond}, "running: 1s of 1.5s"},
 		{supervisor.ProgressEvent{Phase: supervisor.PhaseRunning, Spent: 2 * time.Second}, "running: 2s"},
+		{supervisor.ProgressEvent{Phase: supervisor.PhaseAsking, Asking: supervisor.AskingModel, Questions: 1, Asked: 3, AskLimit: 50}, "waiting for the model: 3 of 50"},
+		{supervisor.ProgressEvent{Phase: supervisor.PhaseAsking, Asking: supervisor.AskingModel, Questions: 64, Asked: 64, AskLimit: 100}, "waiting for the model: 64 at once, 64 of 100"},
+		{supervisor.ProgressEvent{Phase: supervisor.PhaseAsking, Asking: supervisor.AskingPerson, Questions: 1, Asked: 2}, "waiting for the person: 2"},
 	} {
 		if got := progressMessage(tc.ev); got != tc.want {
 			t.Errorf("progressMessage(%+v) = %q, want %q", tc.ev, got, tc.want)
