@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -34,6 +35,12 @@ func (r *replies) reply(_ context.Context, id int64, answers []bridge.Answer, er
 	defer r.mu.Unlock()
 	r.frames = append(r.frames, bridge.AnswerFrame{ID: id, Answers: answers, Error: errText})
 	return nil
+}
+
+func (r *replies) sent() []bridge.AnswerFrame {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.frames)
 }
 
 // model and person are questions of the two kinds, as the worker sends them.
@@ -126,8 +133,8 @@ func TestAskRelayChecks(t *testing.T) {
 					synctest.Wait() // one round after the other, as the code asks them
 				}
 				r.close()
-				if !reflect.DeepEqual(got.frames, tt.want) {
-					t.Errorf("answered\n%+v\nwant\n%+v", got.frames, tt.want)
+				if !reflect.DeepEqual(got.sent(), tt.want) {
+					t.Errorf("answered\n%+v\nwant\n%+v", got.sent(), tt.want)
 				}
 				if tt.asked != nil && !reflect.DeepEqual(asked, tt.asked) {
 					t.Errorf("asked %+v, want %+v", asked, tt.asked)
@@ -167,8 +174,8 @@ func TestAskRelayWaits(t *testing.T) {
 				s := &Supervisor{cfg: Config{Timeout: time.Second, AskLimits: AskLimits{Requests: 7, Wait: wait}}, log: zap.NewNop()}
 				progress, log := newTestProgress()
 				start := time.Now()
-				var fired time.Duration
-				clock := s.newDeadline(start).start(progress, func() { fired = time.Since(start) })
+				var fired atomic.Int64 // since the start
+				clock := s.newDeadline(start).start(progress, func() { fired.Store(int64(time.Since(start))) })
 				var got replies
 				r := s.newAskRelay(withProgress(context.Background(), progress), Ask{Person: true, Asker: asker}, clock, got.reply)
 				if tt.end > 0 {
@@ -178,26 +185,26 @@ func TestAskRelayWaits(t *testing.T) {
 				synctest.Wait()
 				time.Sleep(tt.took - time.Nanosecond)
 				synctest.Wait()
-				if len(got.frames) != 0 {
-					t.Fatalf("answered before %v: %+v", tt.took, got.frames)
+				if sent := got.sent(); len(sent) != 0 {
+					t.Fatalf("answered before %v: %+v", tt.took, sent)
 				}
 				time.Sleep(time.Nanosecond)
 				synctest.Wait()
-				if want := []bridge.AnswerFrame{{ID: 1, Error: tt.answer}}; !reflect.DeepEqual(got.frames, want) {
-					t.Errorf("answered %+v, want %+v", got.frames, want)
+				if want := []bridge.AnswerFrame{{ID: 1, Error: tt.answer}}; !reflect.DeepEqual(got.sent(), want) {
+					t.Errorf("answered %+v, want %+v", got.sent(), want)
 				}
 				if want := []ProgressEvent{{Phase: PhaseAsking, Limit: time.Minute, Asking: AskingPerson, Questions: 1, Asked: 1, AskLimit: 7}}; !reflect.DeepEqual(log.events(), want) {
 					t.Errorf("progress %+v, want %+v", log.events(), want)
 				}
 				time.Sleep(time.Second - time.Nanosecond)
 				synctest.Wait()
-				if fired != 0 {
-					t.Errorf("the run's limit passed at %v, during the wait", fired)
+				if at := time.Duration(fired.Load()); at != 0 {
+					t.Errorf("the run's limit passed at %v, during the wait", at)
 				}
 				time.Sleep(time.Nanosecond)
 				synctest.Wait()
-				if fired != tt.took+time.Second {
-					t.Errorf("the run's limit passed at %v, want %v: its second and the wait", fired, tt.took+time.Second)
+				if at := time.Duration(fired.Load()); at != tt.took+time.Second {
+					t.Errorf("the run's limit passed at %v, want %v: its second and the wait", at, tt.took+time.Second)
 				}
 				r.close()
 				clock.stop()
@@ -472,4 +479,15 @@ func TestAskWaits(t *testing.T) {
 		}
 		asker.waitCancelled(t, 1)
 	})
+}
+
+// A request that may ask needs someone to answer: the front end's mistake
+// is an error at once, not a run whose questions go nowhere.
+func TestAskWithoutAsker(t *testing.T) {
+	for _, ask := range []Ask{{Model: true}, {Person: true}} {
+		p := &pipeline{s: &Supervisor{}, req: Request{Code: "1", Ask: ask}}
+		if p.resolve(context.Background()) || p.err == nil || p.err.Error() != "supervisor: the request's Ask has no Asker" {
+			t.Errorf("%+v: resolve = %v", ask, p.err)
+		}
+	}
 }

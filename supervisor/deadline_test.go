@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -146,8 +147,8 @@ func TestRunClock(t *testing.T) {
 				s := &Supervisor{cfg: Config{Timeout: timeout}}
 				progress, log := newTestProgress()
 				start := time.Now()
-				var fired time.Duration
-				clock := s.newDeadline(start).start(progress, func() { fired = time.Since(start) })
+				var fired atomic.Int64 // since the start
+				clock := s.newDeadline(start).start(progress, func() { fired.Store(int64(time.Since(start))) })
 				defer clock.stop()
 				for _, w := range tt.waits {
 					go func() {
@@ -161,13 +162,13 @@ func TestRunClock(t *testing.T) {
 				time.Sleep(tt.fires - time.Nanosecond)
 				synctest.Wait()
 				progress.report(ProgressEvent{Phase: PhaseRunning})
-				if fired != 0 {
-					t.Errorf("fired at %v, want %v", fired, tt.fires)
+				if at := time.Duration(fired.Load()); at != 0 {
+					t.Errorf("fired at %v, want %v", at, tt.fires)
 				}
 				time.Sleep(time.Nanosecond)
 				synctest.Wait()
-				if fired != tt.fires {
-					t.Errorf("fired at %v, want %v", fired, tt.fires)
+				if at := time.Duration(fired.Load()); at != tt.fires {
+					t.Errorf("fired at %v, want %v", at, tt.fires)
 				}
 				if evs := log.events(); len(evs) != 1 || evs[0].Spent != timeout-time.Nanosecond {
 					t.Errorf("progress %+v: want %v spent a nanosecond before the limit", evs, timeout-time.Nanosecond)
@@ -181,14 +182,14 @@ func TestRunClock(t *testing.T) {
 func TestRunClockStopped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &Supervisor{cfg: Config{Timeout: time.Second}}
-		fired := false
-		clock := s.newDeadline(time.Now()).start(nil, func() { fired = true })
+		var fired atomic.Bool
+		clock := s.newDeadline(time.Now()).start(nil, func() { fired.Store(true) })
 		resume := clock.pause()
 		clock.stop()
 		resume()
 		time.Sleep(time.Hour)
 		synctest.Wait()
-		if fired {
+		if fired.Load() {
 			t.Error("a stopped clock fired")
 		}
 	})
