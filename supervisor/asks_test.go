@@ -127,7 +127,7 @@ func TestAskRelayChecks(t *testing.T) {
 				})
 				s := &Supervisor{cfg: Config{AskLimits: limits}, log: zap.NewNop()}
 				var got replies
-				r := s.newAskRelay(context.Background(), tt.ask, (&deadline{}).start(nil, nil), got.reply)
+				r := s.newAskRelay(context.Background(), tt.ask, (&deadline{}).start(nil, nil, nil), got.reply)
 				for i, q := range tt.rounds {
 					r.handle(bridge.AskFrame{ID: int64(i + 1), Questions: q})
 					synctest.Wait() // one round after the other, as the code asks them
@@ -175,7 +175,7 @@ func TestAskRelayWaits(t *testing.T) {
 				progress, log := newTestProgress()
 				start := time.Now()
 				var fired atomic.Int64 // since the start
-				clock := s.newDeadline(start).start(progress, func() { fired.Store(int64(time.Since(start))) })
+				clock := s.newDeadline(start).start(progress, func() { fired.Store(int64(time.Since(start))) }, nil)
 				var got replies
 				r := s.newAskRelay(withProgress(context.Background(), progress), Ask{Person: true, Asker: asker}, clock, got.reply)
 				if tt.end > 0 {
@@ -448,6 +448,22 @@ func TestAskWaits(t *testing.T) {
 		if !slices.Equal(asked, []int{1, 2}) {
 			t.Errorf("progress while asking said %v questions asked, want 1, then 2", asked)
 		}
+	})
+	t.Run("computing while a round waits is charged", func(t *testing.T) {
+		asker := &scriptedAsker{}
+		code := "import asyncio\nasync def ask():\n    llm_query('block')\nasync def spin():\n    await asyncio.sleep(0.05)\n    while True:\n        pass\n" +
+			"await asyncio.gather(ask(), spin())"
+		begin := time.Now()
+		res, err := s.Run(context.Background(), Request{Code: code, Ask: Ask{Model: true, Asker: asker}})
+		took := time.Since(begin)
+		if err != nil || !strings.Contains(res.Error, "TimeoutError: the code did not finish within 1s and was interrupted") {
+			t.Fatalf("%+v, %v (%s)", res, err, res.Error)
+		}
+		// Uncharged, the loop would run through the round's wait (1.5 s) and then its second.
+		if took > 2*time.Second {
+			t.Errorf("the call took %v: the loop ran on while the round waited", took)
+		}
+		asker.waitCancelled(t, 1)
 	})
 	t.Run("past the wait", func(t *testing.T) {
 		asker := &scriptedAsker{}

@@ -31,7 +31,7 @@ var (
 func (s *Supervisor) call(ctx context.Context, w *worker, run bridge.RunRequest, limit *deadline, onLine func(Line)) (Result, bridge.Files, error) {
 	stopCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	clock := limit.start(progressFrom(ctx), func() { stop(errTimeout) })
+	clock := limit.start(progressFrom(ctx), func() { stop(errTimeout) }, func() (time.Duration, error) { return w.proc.CPUTime(stopCtx) })
 	defer clock.stop()
 	defer context.AfterFunc(s.ctx, func() { stop(errShutdown) })()
 	if s.cfg.MemoryLimit > 0 {

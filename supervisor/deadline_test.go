@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -125,21 +126,28 @@ func TestDeadline(t *testing.T) {
 }
 
 // TestRunClock: on the bubble's clock, a run's limit stands still while
-// its code waits for answers, once for rounds that wait at once, and fires
-// at the limit moved by the wait; the progress clock stands still with it.
+// its code waits for answers and its worker computes nothing, once for
+// rounds that wait at once, and fires at the limit moved by the wait; the
+// CPU time the worker uses during a wait is charged, and stops the run at
+// its limit during the wait. The progress clock stands still while a round
+// waits.
 func TestRunClock(t *testing.T) {
 	const timeout = 4 * time.Second
 	type wait struct{ from, to time.Duration } // since the start
 	tests := []struct {
 		name  string
 		waits []wait
+		cores float64       // the worker's CPU time: this share of a core since the start
 		fires time.Duration // since the start
 	}{
-		{"no wait", nil, timeout},
-		{"one wait", []wait{{time.Second, 3 * time.Second}}, timeout + 2*time.Second},
-		{"two waits at once count once", []wait{{time.Second, 3 * time.Second}, {2 * time.Second, 5 * time.Second}}, timeout + 4*time.Second},
-		{"one after the other", []wait{{time.Second, 2 * time.Second}, {3 * time.Second, 6 * time.Second}}, timeout + 4*time.Second},
-		{"a wait past the limit", []wait{{3 * time.Second, 10 * time.Second}}, timeout + 7*time.Second},
+		{"no wait", nil, 0, timeout},
+		{"one wait", []wait{{time.Second, 3 * time.Second}}, 0, timeout + 2*time.Second},
+		{"two waits at once count once", []wait{{time.Second, 3 * time.Second}, {2 * time.Second, 5 * time.Second}}, 0, timeout + 4*time.Second},
+		{"one after the other", []wait{{time.Second, 2 * time.Second}, {3 * time.Second, 6 * time.Second}}, 0, timeout + 4*time.Second},
+		{"a wait past the limit", []wait{{3 * time.Second, 10 * time.Second}}, 0, timeout + 7*time.Second},
+		{"half a core through a wait", []wait{{time.Second, 3 * time.Second}}, 0.5, timeout + time.Second},
+		{"a core through a long wait", []wait{{time.Second, time.Hour}}, 1, timeout},
+		{"half a core through a long wait", []wait{{time.Second, time.Hour}}, 0.5, time.Second + 2*(timeout-time.Second)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -148,16 +156,19 @@ func TestRunClock(t *testing.T) {
 				progress, log := newTestProgress()
 				start := time.Now()
 				var fired atomic.Int64 // since the start
-				clock := s.newDeadline(start).start(progress, func() { fired.Store(int64(time.Since(start))) })
+				cpu := func() (time.Duration, error) { return time.Duration(tt.cores * float64(time.Since(start))), nil }
+				clock := s.newDeadline(start).start(progress, func() { fired.Store(int64(time.Since(start))) }, cpu)
+				var waits sync.WaitGroup
+				defer waits.Wait()
 				defer clock.stop()
 				for _, w := range tt.waits {
-					go func() {
+					waits.Go(func() {
 						time.Sleep(w.from)
 						resume := clock.pause()
 						time.Sleep(w.to - w.from)
 						resume()
 						resume() // once only
-					}()
+					})
 				}
 				time.Sleep(tt.fires - time.Nanosecond)
 				synctest.Wait()
@@ -170,7 +181,7 @@ func TestRunClock(t *testing.T) {
 				if at := time.Duration(fired.Load()); at != tt.fires {
 					t.Errorf("fired at %v, want %v", at, tt.fires)
 				}
-				if evs := log.events(); len(evs) != 1 || evs[0].Spent != timeout-time.Nanosecond {
+				if evs := log.events(); tt.cores == 0 && (len(evs) != 1 || evs[0].Spent != timeout-time.Nanosecond) {
 					t.Errorf("progress %+v: want %v spent a nanosecond before the limit", evs, timeout-time.Nanosecond)
 				}
 			})
@@ -183,7 +194,7 @@ func TestRunClockStopped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &Supervisor{cfg: Config{Timeout: time.Second}}
 		var fired atomic.Bool
-		clock := s.newDeadline(time.Now()).start(nil, func() { fired.Store(true) })
+		clock := s.newDeadline(time.Now()).start(nil, func() { fired.Store(true) }, nil)
 		resume := clock.pause()
 		clock.stop()
 		resume()
