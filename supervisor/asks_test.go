@@ -412,6 +412,22 @@ func TestAskSession(t *testing.T) {
 	if rounds, _ := asker.asked(); len(rounds) != 2 {
 		t.Errorf("%d rounds reached the Asker, want 2", len(rounds))
 	}
+	// A call cancelled while its round waits keeps the session: the round
+	// is answered at once, and the interrupt reaches the code.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for rounds, _ := asker.asked(); len(rounds) < 3; rounds, _ = asker.asked() {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+	}()
+	if _, err := ss.Run(ctx, Request{Code: "llm_query('block')", Ask: Ask{Model: true, Asker: asker}}); !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled run: %v", err)
+	}
+	if got := runAsking(t, s, ss, Ask{}, "import builtins\n[kept_input is input, hasattr(builtins, 'llm_query')]"); got != `[false,false]` {
+		t.Errorf("after the cancelled run: %s", got)
+	}
 }
 
 // The time a run waits for its answers is not charged to its time limit;
@@ -505,5 +521,23 @@ func TestAskWithoutAsker(t *testing.T) {
 		if p.resolve(context.Background()) || p.err == nil || p.err.Error() != "supervisor: the request's Ask has no Asker" {
 			t.Errorf("%+v: resolve = %v", ask, p.err)
 		}
+	}
+}
+
+// A round at its limits gets through the bridge's read limit, which a run
+// that may ask raises for it; one that JSON makes larger than that is
+// refused in Python, before it is sent, rather than ending the connection.
+func TestAskReadLimit(t *testing.T) {
+	s := start(t, Config{Workers: 1, OutputLimit: 64 << 10, CodeLimit: 64 << 10, AskLimits: AskLimits{Batch: 4, PromptBytes: 1 << 20}})
+	if limit := s.servingReadLimit(); limit > 2<<20 {
+		t.Fatalf("the serving read limit is %d: a round of 4 MiB would not pass it anyway", limit)
+	}
+	ask := Ask{Model: true, Asker: &scriptedAsker{}}
+	if got := runAsking(t, s, nil, ask, "r = llm_query_batched(['x' * (1 << 20)] * 4, system='y' * (1 << 20))\n[len(r), len(r[3])]"); got != `[4,2097160]` {
+		t.Errorf("a round at its limits: %s", got)
+	}
+	got := runAsking(t, s, nil, ask, "try:\n    llm_query_batched(['\\x01' * (1 << 20)] * 4)\nexcept ValueError as e:\n    r = str(e)\nr")
+	if want := `"llm_query_batched(): this round is 25165941 bytes as JSON, past the limit of 8404992: send fewer or shorter texts"`; got != want {
+		t.Errorf("a round JSON makes too large: %s, want %s", got, want)
 	}
 }
