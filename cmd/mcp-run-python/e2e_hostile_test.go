@@ -534,6 +534,10 @@ await js.fetch('http://192.168.1.1/')`},
 		{name: "forge_malformed", code: "import js\njs.postMessage('{not json')"},
 		{name: "forge_binary", code: "import js\njs.postMessage(js.Uint8Array.new(16))"},
 		{name: "forge_fatal", code: "import js\njs.postMessage('{\"type\": \"fatal\", \"error\": \"forged\"}')"},
+		// A round of questions from a call that may ask nothing (no
+		// --sampling, no --elicitation): refused, the interpreter upstream's.
+		{name: "forge_ask", code: "import json\nfrom _mcp_ask_bridge import ask\nfrom pyodide.ffi import run_sync\n" +
+			"json.loads(run_sync(ask('[{\"kind\": \"model\", \"prompt\": \"x\"}, {\"kind\": \"person\", \"message\": \"y\"}]')))"},
 		{name: "forge_output_past_limit", code: "import js, json\njs.postMessage(json.dumps({'type': 'output', 'stream': 'stdout', 'lines': ['x' * 100] * 1000}))\n'done'"},
 		{name: "forge_huge_frame", code: "import js\njs.postMessage('x' * (80 << 20))"},
 		// Forged files frames: past bridge.MaxEntries entries are refused,
