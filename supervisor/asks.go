@@ -30,9 +30,10 @@ var errWaitedTooLong = errors.New("no answer in time")
 // llm_query_batched, ask_user, input()): it checks each round against what
 // the call's Ask allows and Config.AskLimits, asks Ask.Asker with a context
 // that ends with the run (cancelled, stopped, killed, out of time) or after
-// AskLimits.Wait, and stops the run's clock while the round waits. A round
-// of a run that allows nothing, forged by its code, is refused without
-// reaching an Asker.
+// AskLimits.Wait, and charges the run's clock only the CPU time its worker
+// uses while the round waits (runClock.pause). A round of a run that
+// allows nothing, forged by its code, is refused without reaching an
+// Asker.
 type askRelay struct {
 	ask      Ask
 	limits   AskLimits
@@ -166,7 +167,7 @@ func isJSONObject(raw json.RawMessage) bool {
 	return json.Unmarshal(raw, &v) == nil && v != nil
 }
 
-// round asks the Asker one round, the clock stopped meanwhile, and returns
+// round asks the Asker one round, the clock paused meanwhile, and returns
 // its answers, checked, or why there are none. asked is the questions of
 // the call so far, the round's included.
 func (r *askRelay) round(round []Question, asked int) ([]bridge.Answer, string) {
@@ -181,7 +182,7 @@ func (r *askRelay) round(round []Question, asked int) ([]bridge.Answer, string) 
 	if r.limits.Wait > 0 {
 		ctx, cancel = context.WithTimeoutCause(ctx, r.limits.Wait, errWaitedTooLong)
 	}
-	answers, err := r.ask1(ctx, round)
+	answers, err := r.askUntil(ctx, round)
 	ended := context.Cause(ctx) // before cancel, which ends ctx
 	cancel()
 	answered()
@@ -208,10 +209,10 @@ func (r *askRelay) round(round []Question, asked int) ([]bridge.Answer, string) 
 	return out, errText
 }
 
-// ask1 asks the Asker and returns its answers, or ctx's end, whichever
+// askUntil asks the Asker and returns its answers, or ctx's end, whichever
 // comes first: an Asker that overstays its context does not hold up the
 // run, which goes on, or ends, without it.
-func (r *askRelay) ask1(ctx context.Context, round []Question) ([]Answer, error) {
+func (r *askRelay) askUntil(ctx context.Context, round []Question) ([]Answer, error) {
 	type reply struct {
 		answers []Answer
 		err     error
