@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -206,6 +207,43 @@ func TestRunStreamsOutputThenResult(t *testing.T) {
 	}
 }
 
+// A round of questions goes to RunRequest.OnAsk during the run, and its
+// answer back to the worker, while Run reads on.
+func TestRunAsks(t *testing.T) {
+	ws, c := handshake(t)
+	spec := &AskSpec{Model: true, Batch: 2, PromptBytes: 10, FrameBytes: 100}
+	answered := make(chan AnswerFrame, 1)
+	go func() {
+		defer close(answered)
+		_, data, err := ws.Read(context.Background())
+		if run, ok := decodeFrame[RunFrame](data); err != nil || !ok || !reflect.DeepEqual(run.Ask, spec) {
+			return
+		}
+		send(t, ws, AskFrame{ID: 4, Questions: []Question{{Kind: AskModel, Prompt: "hi"}}})
+		_, data, err = ws.Read(context.Background())
+		if answer, ok := decodeFrame[AnswerFrame](data); err == nil && ok {
+			answered <- answer
+		}
+		send(t, ws, ResultFrame{Status: ResultSuccess})
+	}()
+	onAsk := func(f AskFrame) {
+		go func() {
+			if err := c.Answer(context.Background(), f.ID, []Answer{{Text: "re: " + f.Questions[0].Prompt}}, ""); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res, _, err := c.Run(ctx, RunRequest{Code: "llm_query('hi')", Ask: spec, OnAsk: onAsk}, func(Stream, []string, int) {})
+	if err != nil || res.Status != ResultSuccess {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	if got, want := <-answered, (AnswerFrame{ID: 4, Answers: []Answer{{Text: "re: hi"}}}); !reflect.DeepEqual(got, want) {
+		t.Errorf("answered %+v, want %+v", got, want)
+	}
+}
+
 func TestRunFailures(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -239,6 +277,13 @@ func TestRunFailures(t *testing.T) {
 		}, func(t *testing.T, err error) {
 			if err == nil {
 				t.Error("unknown stream accepted")
+			}
+		}},
+		{"a round of questions, and no one to ask", func(ws *websocket.Conn) {
+			send(t, ws, AskFrame{ID: 1, Questions: []Question{{Kind: AskModel, Prompt: "x"}}})
+		}, func(t *testing.T, err error) {
+			if err == nil || err.Error() != "bridge: a round of questions, and no one to ask" {
+				t.Errorf("err = %v", err)
 			}
 		}},
 		{"hello again", func(ws *websocket.Conn) {
