@@ -43,9 +43,24 @@ debian_root() {
 	debootstrap --variant=minbase bookworm "$work/debian" "$mirror" >"$work/debootstrap.log" 2>&1 ||
 		{ cat "$work/debootstrap.log" >&2; exit 1; }
 	# What Debian's own slim image leaves out too: the downloaded packages,
-	# the package lists, documentation and translations.
+	# the package lists, documentation and translations; and, as its
+	# configuration says, for every apt-get later (without it an apt-get
+	# update in the Dockerfile keeps 90 MB of package caches).
 	(cd "$work/debian" && rm -rf var/cache/apt/archives/*.deb var/cache/apt/*.bin var/lib/apt/lists/* \
 		usr/share/doc/* usr/share/man/* usr/share/info/* usr/share/locale/*)
+	cat >"$work/debian/etc/apt/apt.conf.d/docker-clean" <<'EOF'
+DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+Dir::Cache::pkgcache "";
+Dir::Cache::srcpkgcache "";
+EOF
+	cat >"$work/debian/etc/dpkg/dpkg.cfg.d/docker" <<'EOF'
+path-exclude /usr/share/doc/*
+path-include /usr/share/doc/*/copyright
+path-exclude /usr/share/man/*
+path-exclude /usr/share/info/*
+path-exclude /usr/share/locale/*
+EOF
 }
 
 if ! have "$debian_image"; then

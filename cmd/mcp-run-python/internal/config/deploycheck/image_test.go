@@ -38,18 +38,14 @@ import (
 // result, later calls, memory at rest) are logged; run it with -v.
 //
 // Variables: DOCKER (the CLI, docker by default), IMAGE (test this image
-// rather than build one), and the build arguments of buildArgs (numpy is
-// checked to import without egress unless PYODIDE_PACKAGES leaves it out).
+// rather than build one), and the build arguments PYODIDE_PACKAGES,
+// PYODIDE_INDEX_URL, NPM_CONFIG_REGISTRY and EXTRA_CA_CERTS (numpy is checked
+// to import without egress unless PYODIDE_PACKAGES leaves it out).
 
 // tokenArg is the Deployment's argument the container goes without: the
 // Secret's file would have to be the container user's, which a test that
 // runs as an ordinary user cannot arrange; the kind job tests it.
 const tokenArg = "--auth-token-file="
-
-// buildArgs are the Dockerfile's build arguments that the test passes on
-// from its environment: what to carry, and how to build without the
-// internet or behind a proxy of one's own (docs/DEPLOY.md).
-var buildArgs = []string{"PYODIDE_PACKAGES", "PYODIDE_INDEX_URL", "NPM_CONFIG_REGISTRY", "EXTRA_CA_CERTS"}
 
 // engine is the Docker CLI and the engine behind it.
 type engine struct{ cli string }
@@ -116,7 +112,10 @@ func (e engine) image(t *testing.T) string {
 	e.baseImages(t)
 	tag := "mcp-run-python:image-test"
 	args := []string{"build", "-t", tag}
-	for _, arg := range buildArgs {
+	// The Dockerfile's build arguments that the environment sets: what to
+	// carry, and how to build without the internet or behind a proxy of
+	// one's own (docs/DEPLOY.md).
+	for _, arg := range []string{"PYODIDE_PACKAGES", "PYODIDE_INDEX_URL", "NPM_CONFIG_REGISTRY", "EXTRA_CA_CERTS"} {
 		if v, ok := os.LookupEnv(arg); ok {
 			args = append(args, "--build-arg", arg+"="+v)
 		}
