@@ -1,9 +1,9 @@
 # The mcp-run-python server with Deno and a warm cache: Pyodide, the worker
 # program, the memory snapshot and V8's code cache, made by `warmup` at build
 # time, so that a container downloads nothing and boots no Pyodide: its first
-# result comes about 1.1-1.4 s after `docker run` (2 s on a cold page cache),
-# once the workers have restored the snapshot, and later calls take 20-40 ms
-# (docs/DEPLOY.md, "The image").
+# result comes 1.1-1.7 s after `docker run`, once a worker has restored the
+# snapshot, and a later call that finds a warm worker takes about 15 ms
+# (docs/DEPLOY.md, "The image"; `make image-test` measures both).
 #
 #   DOCKER_BUILDKIT=1 docker build -t mcp-run-python .
 #   docker run --rm -p 3001:3001 mcp-run-python
