@@ -10,9 +10,10 @@
 #      hpa-custom-metrics.yaml's comment;
 #   3. applies deploy/kubernetes as docs/DEPLOY.md says, with the image set
 #      and hpa-custom-metrics.yaml listed in place of hpa.yaml, and the
-#      Secret of tokens;
-#   4. calls through the Service, from a pod: with the token, and without
-#      one (401);
+#      Secret of tokens, into a namespace that enforces the Pod Security
+#      Standard "restricted" (and the apply must draw no warning);
+#   4. calls through the Service, from a pod of another namespace: with the
+#      token, and without one (401);
 #   5. rolls the Deployment while a client calls in a loop: no call lost;
 #   6. loads the pods with calls that hold their workers: the autoscaler
 #      adds a replica, and removes it once the load stops;
@@ -29,6 +30,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 ns=mcp
+# The client pods' namespace: curl's image is not "restricted".
+clients=clients
 image="mcp-run-python:kind"
 cluster="${KIND_CLUSTER_NAME:-kind}"
 # The image the client pods run, for curl.
@@ -71,6 +74,8 @@ helm install prometheus-adapter prometheus-community/prometheus-adapter -n monit
 
 step "apply deploy/kubernetes"
 kubectl create namespace "$ns"
+kubectl label namespace "$ns" pod-security.kubernetes.io/enforce=restricted pod-security.kubernetes.io/warn=restricted
+kubectl create namespace "$clients"
 token="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 printf '%s\n' "$token" >"$work/tokens"
 kubectl -n "$ns" create secret generic mcp-run-python-tokens --from-file=tokens="$work/tokens"
@@ -100,7 +105,8 @@ patches:
         value: 30
 EOF
 )
-kubectl apply -n "$ns" -k "$work/kubernetes"
+kubectl apply -n "$ns" -k "$work/kubernetes" 2>&1 | tee "$work/apply.log"
+if grep -i warning "$work/apply.log"; then fail "applying deploy/kubernetes drew warnings"; fi
 # The manifests' image pull policy is the default (Always for :latest, not
 # for this tag): the loaded image is used.
 kubectl -n "$ns" rollout status deploy/mcp-run-python --timeout 5m || fail "the Deployment did not become ready"
@@ -117,16 +123,16 @@ call_script='call() {
 # client NAME SCRIPT runs SCRIPT (after call_script) in a pod that ends with
 # it; its log is the script's output.
 client() {
-	kubectl -n "$ns" run "$1" --image "$curl_image" --restart Never --env "TOKEN=$token" --env "MCP=$mcp" \
+	kubectl -n "$clients" run "$1" --image "$curl_image" --restart Never --env "TOKEN=$token" --env "MCP=$mcp" \
 		--command -- sh -c "$call_script
 $2"
 }
 
 # finished NAME waits for client NAME to end and prints its log.
 finished() {
-	kubectl -n "$ns" wait --for=jsonpath='{.status.phase}'=Succeeded "pod/$1" --timeout "${2:-5m}" >/dev/null ||
-		{ kubectl -n "$ns" logs "$1" >&2; fail "client $1 did not succeed"; }
-	kubectl -n "$ns" logs "$1"
+	kubectl -n "$clients" wait --for=jsonpath='{.status.phase}'=Succeeded "pod/$1" --timeout "${2:-5m}" >/dev/null ||
+		{ kubectl -n "$clients" logs "$1" >&2; fail "client $1 did not succeed"; }
+	kubectl -n "$clients" logs "$1"
 }
 
 step "calls through the Service"
@@ -144,13 +150,13 @@ while [ ! -e /tmp/stop ] && [ $((ok + lost)) -lt 600 ]; do
 	[ -e /tmp/rolled ] && touch /tmp/stop
 done
 echo "calls: $ok ok, $lost lost"'
-kubectl -n "$ns" wait --for=condition=Ready pod/roll --timeout 2m >/dev/null
+kubectl -n "$clients" wait --for=condition=Ready pod/roll --timeout 2m >/dev/null
 sleep 5
 kubectl -n "$ns" rollout restart deploy/mcp-run-python
 kubectl -n "$ns" rollout status deploy/mcp-run-python --timeout 5m || fail "the rollout did not finish"
 # A few more calls on the new pods, then the client stops.
 sleep 5
-kubectl -n "$ns" exec roll -- touch /tmp/rolled
+kubectl -n "$clients" exec roll -- touch /tmp/rolled
 out="$(finished roll)"
 echo "$out"
 grep -q '^calls: [1-9][0-9]* ok, 0 lost$' <<<"$out" || fail "calls were lost during the rollout"
@@ -174,14 +180,15 @@ done
 wait'
 wait_replicas -ge 3 600
 echo "scaled up to $(replicas) replicas"
-kubectl -n "$ns" exec load -- touch /tmp/stop
+kubectl -n "$clients" exec load -- touch /tmp/stop
 finished load 2m >/dev/null
 wait_replicas -eq 2 600
 echo "scaled down to $(replicas) replicas"
 
 step "the NetworkPolicy"
-# Without the policy a pod reaches PyPI: the network is there to block.
-kubectl -n "$ns" run egress --image "$curl_image" --restart Never --command -- \
+# Without the policy (the clients' namespace has none) a pod reaches PyPI:
+# the network is there to block.
+kubectl -n "$clients" run egress --image "$curl_image" --restart Never --command -- \
 	curl -sS -o /dev/null --max-time 30 -w '%{http_code}\n' https://pypi.org/simple/
 out="$(finished egress 2m)"
 [ "$out" = 200 ] || fail "a pod without the policy cannot reach PyPI ($out): nothing to check"
