@@ -33,7 +33,8 @@ deno_image="denoland/deno:bin-$deno_version"
 have() { "$docker" image inspect "$1" >/dev/null 2>&1; }
 
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT INT TERM
+# chmod: a toolchain from Go's module cache is read-only.
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT INT TERM
 
 # The root file system both Debian images start from; made once, when either
 # is missing.
