@@ -76,8 +76,13 @@ step "apply deploy/kubernetes"
 kubectl create namespace "$ns"
 kubectl label namespace "$ns" pod-security.kubernetes.io/enforce=restricted pod-security.kubernetes.io/warn=restricted
 kubectl create namespace "$clients"
-token="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-printf '%s\n' "$token" >"$work/tokens"
+# Six tokens, six principals: the load below needs callers whose calls
+# may hold both of a pod's workers (--max-calls-per-principal is 1 of 2).
+for _ in 1 2 3 4 5 6; do
+	head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n'
+	echo
+done >"$work/tokens"
+token="$(head -1 "$work/tokens")"
 kubectl -n "$ns" create secret generic mcp-run-python-tokens --from-file=tokens="$work/tokens"
 # As docs/DEPLOY.md says: the image set in kustomization.yaml, and
 # hpa-custom-metrics.yaml listed in place of hpa.yaml. For the runner's 4
@@ -124,6 +129,7 @@ call_script='call() {
 # it; its log is the script's output.
 client() {
 	kubectl -n "$clients" run "$1" --image "$curl_image" --restart Never --env "TOKEN=$token" --env "MCP=$mcp" \
+		--env "TOKENS=$(tr '\n' ' ' <"$work/tokens")" \
 		--command -- sh -c "$call_script
 $2"
 }
@@ -172,9 +178,10 @@ wait_replicas() {
 	done
 }
 wait_replicas -eq 2 60
-# Six calls at a time, each holding a worker for 10 s, against 2 pods of 2
-# workers: 2 busy workers per pod on average, above the target of 1.5.
-client load 'for i in 1 2 3 4 5 6; do
+# Six callers, each with a token of its own and a call at a time that
+# holds a worker for 10 s, against 2 pods of 2 workers: 2 busy workers per
+# pod and calls waiting, past the targets of 1.5 and 1.
+client load 'for TOKEN in $TOKENS; do
 	( while [ ! -e /tmp/stop ]; do call "import time\\ntime.sleep(10)" >/dev/null; done ) &
 done
 wait'
