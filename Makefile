@@ -7,6 +7,10 @@
 # make soak  — 2 000 calls through the supervisor: no leaked process, fd or memory;
 #              400 concurrent calls' log notifications in order
 # make cross — build, vet and compile the tests for every platform of a release
+# make image-test — build the container image and check the running container
+#              (needs a Docker engine; says SKIPPED and exits 0 without one)
+# make base-images — make the Dockerfile's base images without a registry
+#              (debootstrap, as root; docs/DEPLOY.md, "An air-gapped build")
 # make docs  — regenerate docs/FLAGS.md from the flag set (a test fails when it is stale)
 #
 # The recipes use only POSIX sh and flags that BSD tools share, and nothing
@@ -27,7 +31,7 @@ DEPLOYCHECK  := cmd/mcp-run-python/internal/config/deploycheck
 # The platforms of a release (.goreleaser.yaml), as GOOS/GOARCH.
 PLATFORMS    := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 
-.PHONY: run build test test-go test-js conformance bench soak cross docs fmt clean
+.PHONY: run build test test-go test-js conformance bench soak cross image-test base-images docs fmt clean
 
 run: build $(DENO)
 	$(BIN) warmup
@@ -94,6 +98,26 @@ cross:
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go test -run '^$$' -exec true ./... >/dev/null || failed="$$failed $$p:test"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "make cross failed:$$failed"; exit 1; fi
+
+# deploycheck's TestImage, behind the build tag imagetest: it builds the
+# image (base images that cannot be pulled are made by base-images) and runs
+# it as the Deployment does. Its FIGURE lines are the build time, the image's
+# size, the first result after `docker run`, later calls and memory at rest.
+# The build arguments PYODIDE_PACKAGES, PYODIDE_INDEX_URL, NPM_CONFIG_REGISTRY
+# and EXTRA_CA_CERTS are passed on from the environment; IMAGE=NAME tests an
+# image built elsewhere. Without an engine nothing runs, and the output says
+# so rather than "ok".
+DOCKER ?= docker
+export DOCKER
+image-test:
+	@if ! $(DOCKER) version --format '{{.Server.Version}}' >/dev/null 2>&1; then \
+		echo "image-test: SKIPPED: no Docker engine answers ($(DOCKER) version); nothing was tested"; \
+		exit 0; \
+	fi; \
+	cd $(DEPLOYCHECK) && go test -tags imagetest -run '^TestImage$$' -count=1 -timeout 30m -v .
+
+base-images:
+	deploy/image/base-images.sh
 
 fmt:
 	gofmt -w .

@@ -3,6 +3,7 @@ package packages
 import (
 	"errors"
 	"fmt"
+	"net"
 )
 
 // Kind says why a requirement could not be installed.
@@ -131,12 +132,37 @@ type UnreachableError struct {
 	Err error
 }
 
-// Error describes what failed and how.
+// Error describes what failed and how, and for a network that let nothing
+// through, the cause in words.
 func (e *UnreachableError) Error() string {
 	if e.Err != nil {
-		return fmt.Sprintf("cannot reach %s: %v", e.URL, e.Err)
+		return fmt.Sprintf("cannot reach %s: %v%s", e.URL, e.Err, networkCause(e.Err))
 	}
 	return fmt.Sprintf("cannot reach %s: HTTP status %d", e.URL, e.Status)
+}
+
+// networkCause names, in parentheses, the likely cause of a transport error
+// that says only "i/o timeout": a pod whose NetworkPolicy allows no egress
+// (or a container without a network) waits 20 s and more for a DNS answer
+// that never comes, or for a connection that is dropped, and Go's message
+// names neither the firewall nor the flags that avoid the host. Other errors
+// (refused, reset, TLS) say what happened already: "".
+func networkCause(err error) string {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		switch {
+		case dns.IsTimeout:
+			return fmt.Sprintf(" (no DNS server answered for %s: this server seems to have no network egress, or no DNS)", dns.Name)
+		case dns.IsNotFound:
+			return fmt.Sprintf(" (%s has no address in this server's DNS)", dns.Name)
+		}
+		return ""
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" && op.Timeout() {
+		return " (the connection timed out: a firewall or NetworkPolicy seems to drop this server's egress)"
+	}
+	return ""
 }
 
 // Unwrap returns the transport error, if any.

@@ -3,7 +3,9 @@ package packages
 import (
 	pt "github.com/mcp-run-python/mcp-run-python/supervisor/packages/packagestest"
 
+	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -168,6 +170,54 @@ func TestIndexServerErrors(t *testing.T) {
 	_, err = r.Resolve(testContext(t), []string{"broken"})
 	wantKind(t, err, KindUnreachable)
 }
+
+// TestUnreachableNamesTheCause: a server without egress gets its install
+// error after Go's resolver or dialer gives up, and that error must say why
+// in words, not only "i/o timeout". The dialer here fails as Go's own does
+// when no DNS server answers, when the name has no address, and when the
+// connection's packets are dropped.
+func TestUnreachableNamesTheCause(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		dial error
+		want string
+	}{
+		{"dns timeout",
+			&net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "i/o timeout", Name: "pypi.test", Server: "10.96.0.10:53", IsTimeout: true}},
+			"(no DNS server answered for pypi.test: this server seems to have no network egress, or no DNS)"},
+		{"no such host",
+			&net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "pypi.test", IsNotFound: true}},
+			"(pypi.test has no address in this server's DNS)"},
+		{"connect timeout",
+			&net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 443}, Err: timeoutError{}},
+			"(the connection timed out: a firewall or NetworkPolicy seems to drop this server's egress)"},
+		{"refused", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}, "connection refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := &http.Client{Transport: &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) {
+				return nil, tc.dial
+			}}}
+			r, err := NewResolver(Config{IndexURL: "http://pypi.test/simple/", HTTPClient: client})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = r.Resolve(testContext(t), []string{"alpha"})
+			msg := wantKind(t, err, KindUnreachable).Error()
+			if !strings.Contains(msg, tc.want) {
+				t.Errorf("message %q\nlacks %q", msg, tc.want)
+			}
+			if tc.name == "refused" && strings.Contains(msg, "seems") {
+				t.Errorf("a refused connection blamed on the network: %q", msg)
+			}
+		})
+	}
+}
+
+// timeoutError is the error of a dial whose packets were dropped.
+type timeoutError struct{}
+
+func (timeoutError) Error() string { return "i/o timeout" }
+func (timeoutError) Timeout() bool { return true }
 
 func TestParseLocation(t *testing.T) {
 	dir := t.TempDir()

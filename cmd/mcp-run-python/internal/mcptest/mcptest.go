@@ -244,14 +244,20 @@ func (c *Client) Call(ctx context.Context, arguments any) (string, bool, error) 
 	if err != nil {
 		return "", false, err
 	}
+	text, err := Text(res)
+	return text, res.IsError, err
+}
+
+// Text returns the text of a run_python_code result: its one content block.
+func Text(res *mcp.CallToolResult) (string, error) {
 	if len(res.Content) != 1 {
-		return "", res.IsError, fmt.Errorf("%d content blocks, want 1", len(res.Content))
+		return "", fmt.Errorf("%d content blocks, want 1", len(res.Content))
 	}
 	text, ok := res.Content[0].(mcp.TextContent)
 	if !ok {
-		return "", res.IsError, fmt.Errorf("content is %T, want text", res.Content[0])
+		return "", fmt.Errorf("content is %T, want text", res.Content[0])
 	}
-	return text.Text, res.IsError, nil
+	return text.Text, nil
 }
 
 // CallResult is the outcome of a call made in the background.

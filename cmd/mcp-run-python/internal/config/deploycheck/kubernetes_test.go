@@ -47,9 +47,10 @@ var kubeDir = filepath.Join(repoRoot, "deploy", "kubernetes")
 // appName is the app.kubernetes.io/name of every object.
 const appName = "mcp-run-python"
 
-// Measured on a warm pool (docs/DEPLOY.md): the resident memory of
-// one worker, rounded up, and of the Go front end. The limit's headroom
-// covers the front end above the workers' --memory-limit.
+// What the memory request counts for a worker (a margin over a restored
+// worker at rest, 150-176 MiB: docs/DEPLOY.md, "Resources") and for the Go
+// front end. The limit's headroom covers the front end above the workers'
+// --memory-limit.
 var (
 	workerMemory     = resource.MustParse("240Mi")
 	frontEndMemory   = resource.MustParse("40Mi")
