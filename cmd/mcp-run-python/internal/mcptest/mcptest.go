@@ -204,7 +204,13 @@ type ConnectFunc func(t *testing.T, e Era) *Client
 // NewClient starts a client on tr, registers the collector and initializes.
 func NewClient(t *testing.T, tr transport.Interface, e Era) *Client {
 	t.Helper()
-	var opts []client.ClientOption
+	return NewClientWith(t, tr, e)
+}
+
+// NewClientWith is NewClient with the client's options opts, such as its
+// sampling and elicitation handlers.
+func NewClientWith(t *testing.T, tr transport.Interface, e Era, opts ...client.ClientOption) *Client {
+	t.Helper()
 	if e == Legacy {
 		opts = append(opts, client.WithLegacyProtocolOnly())
 	}
