@@ -91,7 +91,12 @@ func (c *Client) answer(ctx context.Context, q supervisor.Question) supervisor.A
 	}
 	text, err := c.complete(ctx, q.Sample)
 	if err != nil {
-		return supervisor.Answer{Err: err.Error()}
+		msg := err.Error()
+		if c.Key != "" {
+			// An endpoint, or a proxy before it, may echo the request.
+			msg = strings.ReplaceAll(msg, c.Key, "[the key]")
+		}
+		return supervisor.Answer{Err: msg}
 	}
 	return supervisor.Answer{Text: text}
 }

@@ -39,7 +39,8 @@ func newStandIn(t *testing.T, key string) *standIn {
 
 func (s *standIn) serve(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer "+s.key {
-		http.Error(w, `{"error":"unauthorized"}`, http.StatusUnauthorized)
+		// As a careless proxy might: the request's key in the error.
+		http.Error(w, `{"error":"unauthorized: `+r.Header.Get("Authorization")+`"}`, http.StatusUnauthorized)
 		return
 	}
 	var req map[string]any
@@ -143,7 +144,7 @@ func TestEndpointRefusals(t *testing.T) {
 		prompt string
 		want   string
 	}{
-		{"a wrong key", llmendpoint.Client{URL: s.URL + "/v1", Key: "sk-wrong"}, "a", "answered 401 Unauthorized"},
+		{"a wrong key, never shown", llmendpoint.Client{URL: s.URL + "/v1", Key: "sk-wrong"}, "a", `answered 401 Unauthorized: {"error":"unauthorized: Bearer [the key]"}`},
 		{"an answer past the limit", llmendpoint.Client{URL: s.URL + "/v1", Key: "sk-secret", BodyLimit: 100}, "giant", "more than 100 bytes"},
 		{"no message", llmendpoint.Client{URL: s.URL + "/v1", Key: "sk-secret"}, "nothing", "answered no message"},
 		{"nobody there", llmendpoint.Client{URL: "http://127.0.0.1:1/v1"}, "a", "the model's endpoint"},

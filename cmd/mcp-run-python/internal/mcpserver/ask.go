@@ -84,7 +84,9 @@ func askFor(ctx context.Context, o *AskOptions, req mcp.CallToolRequest, park su
 		return supervisor.Ask{}
 	}
 	sampling, elicitation := clientCapabilities(ctx, req)
-	direct := clientAsker{ctx: ctx, concurrency: o.Concurrency}
+	// A task's tools/call has been answered: its stream is closed, and
+	// only mcp-go's session (stdio, the GET stream) reaches the client.
+	direct := clientAsker{ctx: ctx, concurrency: o.Concurrency, viaSession: req.Params.Task != nil}
 	var model, person supervisor.Asker
 	modern := mcp.IsModernProtocol(server.RequestProtocolVersion(ctx))
 	switch {
@@ -342,7 +344,8 @@ func inputID(i int) string { return "q" + strconv.Itoa(i) }
 // (stdio). ctx is the call's request's: it carries the client's session.
 type clientAsker struct {
 	ctx         context.Context
-	concurrency int // requests at once; 0 for no limit
+	concurrency int  // requests at once; 0 for no limit
+	viaSession  bool // through mcp-go's session even where the transport installed ClientRequests
 }
 
 // Ask implements supervisor.Asker: each question is one request, up to
@@ -360,7 +363,7 @@ func (c clientAsker) Ask(ctx context.Context, round []supervisor.Question) ([]su
 	}
 	for i, q := range round {
 		g.Go(func() error {
-			answers[i] = askClient(reqCtx, q)
+			answers[i] = askClient(reqCtx, q, c.viaSession)
 			return nil
 		})
 	}
@@ -371,11 +374,12 @@ func (c clientAsker) Ask(ctx context.Context, round []supervisor.Question) ([]su
 	return answers, nil
 }
 
-// askClient asks the client of ctx one question.
-func askClient(ctx context.Context, q supervisor.Question) supervisor.Answer {
+// askClient asks the client of ctx one question, through mcp-go's session
+// when viaSession is set.
+func askClient(ctx context.Context, q supervisor.Question, viaSession bool) supervisor.Answer {
 	if q.Sample != nil {
 		p := samplingParams(q.Sample)
-		res, err := viaClient(ctx,
+		res, err := viaClient(ctx, viaSession,
 			func(c *clientRequester) (*mcp.CreateMessageResult, error) { return c.sample(ctx, p) },
 			func(s *server.MCPServer) (*mcp.CreateMessageResult, error) {
 				// Deprecated from protocol 2026-07-28 only, which older clients do not speak.
@@ -387,7 +391,7 @@ func askClient(ctx context.Context, q supervisor.Question) supervisor.Answer {
 		return sampledAnswer(res)
 	}
 	p := elicitationParams(q.Elicit)
-	res, err := viaClient(ctx,
+	res, err := viaClient(ctx, viaSession,
 		func(c *clientRequester) (*mcp.ElicitationResult, error) { return c.elicit(ctx, p) },
 		func(s *server.MCPServer) (*mcp.ElicitationResult, error) {
 			return s.RequestElicitation(ctx, mcp.ElicitationRequest{Params: p})
@@ -399,10 +403,10 @@ func askClient(ctx context.Context, q supervisor.Question) supervisor.Answer {
 }
 
 // viaClient sends one request to the client of ctx: through the
-// transport's ClientRequests where it installed them, else through
-// mcp-go's session.
-func viaClient[R any](ctx context.Context, own func(*clientRequester) (*R, error), mcpGo func(*server.MCPServer) (*R, error)) (*R, error) {
-	if c := clientRequestsFrom(ctx); c != nil {
+// transport's ClientRequests where it installed them, unless viaSession,
+// else through mcp-go's session.
+func viaClient[R any](ctx context.Context, viaSession bool, own func(*clientRequester) (*R, error), mcpGo func(*server.MCPServer) (*R, error)) (*R, error) {
+	if c := clientRequestsFrom(ctx); c != nil && !viaSession {
 		return own(c)
 	}
 	if s := server.ServerFromContext(ctx); s != nil {
