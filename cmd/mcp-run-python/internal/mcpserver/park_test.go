@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -143,6 +144,31 @@ func TestParkedCallRounds(t *testing.T) {
 	}
 	if n := pk.parked(); n != 0 {
 		t.Errorf("%d calls still parked", n)
+	}
+}
+
+// TestParkedCallLinesFollowTheRequest checks that the lines a parked call
+// prints go to the request that serves it at the time: the first request's
+// before the first question, the retry's after.
+func TestParkedCallLinesFollowTheRequest(t *testing.T) {
+	pk := newParking(&AskOptions{ParkTimeout: time.Minute})
+	var first, second []string
+	sink := func(lines *[]string) *requestSinks {
+		return &requestSinks{onLine: func(l supervisor.Line) { *lines = append(*lines, l.Text) }}
+	}
+	res := pk.start(t.Context(), "", "", sink(&first), func(ctx context.Context, ask supervisor.Asker, onLine func(supervisor.Line), _ func(supervisor.ProgressEvent)) *mcp.CallToolResult {
+		onLine(supervisor.Line{Text: "before"})
+		if _, err := ask.Ask(ctx, question("q")); err != nil {
+			return mcp.NewToolResultError(err.Error())
+		}
+		onLine(supervisor.Line{Text: "after"})
+		return mcp.NewToolResultText("done")
+	})
+	if got := resultText(t, pk.resume(t.Context(), retry(t, res), "", "", sink(&second))); got != "done" {
+		t.Fatalf("result %q", got)
+	}
+	if !slices.Equal(first, []string{"before"}) || !slices.Equal(second, []string{"after"}) {
+		t.Errorf("the first request got %q, the retry %q", first, second)
 	}
 }
 
