@@ -24,7 +24,7 @@ import (
 // a string, so that it never meets mcp-go's numbered requests.
 type ClientRequests struct {
 	mu      sync.Mutex
-	pending map[string]pendingRequest // by id, as JSON
+	pending map[string]pendingRequest // by id
 }
 
 // pendingRequest is a request waiting for the client's response.
@@ -68,10 +68,14 @@ func clientRequestsFrom(ctx context.Context) *clientRequester {
 // session sent, to the call waiting for it; false when none waits for it
 // (the transport then hands it to mcp-go).
 func (r *ClientRequests) Deliver(session string, id json.RawMessage, body []byte) bool {
+	var key string
+	if json.Unmarshal(id, &key) != nil {
+		return false // a number: mcp-go's
+	}
 	r.mu.Lock()
-	p, ok := r.pending[string(id)]
+	p, ok := r.pending[key]
 	if ok && p.session == session {
-		delete(r.pending, string(id))
+		delete(r.pending, key)
 	}
 	r.mu.Unlock()
 	if !ok || p.session != session {
@@ -106,21 +110,18 @@ func (c *clientRequester) request(ctx context.Context, method mcp.MCPMethod, par
 	if n == nil {
 		return errors.New("no stream to the client")
 	}
-	id, err := json.Marshal("ask-" + rand.Text())
-	if err != nil {
-		return fmt.Errorf("make a request id: %w", err)
-	}
-	msg, err := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": json.RawMessage(id), "method": method, "params": params})
+	id := "ask-" + rand.Text()
+	msg, err := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id, "method": method, "params": params})
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", method, err)
 	}
 	done := make(chan json.RawMessage, 1)
 	c.r.mu.Lock()
-	c.r.pending[string(id)] = pendingRequest{session: c.session, done: done}
+	c.r.pending[id] = pendingRequest{session: c.session, done: done}
 	c.r.mu.Unlock()
 	defer func() {
 		c.r.mu.Lock()
-		delete(c.r.pending, string(id))
+		delete(c.r.pending, id)
 		c.r.mu.Unlock()
 	}()
 	if err := n.Notify(ctx, msg); err != nil {

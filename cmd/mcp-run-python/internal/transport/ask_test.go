@@ -72,20 +72,27 @@ func askConnect(t *testing.T) map[string]func(t *testing.T, e mcptest.Era, opts 
 	return map[string]func(t *testing.T, e mcptest.Era, opts ...client.ClientOption) *mcptest.Client{
 		"stdio": func(t *testing.T, e mcptest.Era, opts ...client.ClientOption) *mcptest.Client {
 			t.Helper()
-			o := transport.Options{Options: mcpserver.Options{
-				Version: "1.2.3-test", Runner: mcptest.AskRunner{}, ReturnMode: render.ReturnXML, Log: zap.NewNop(),
-				Calls: mcpserver.NewCallGate(mcptest.Timeout, mcptest.Timeout),
-			}}
-			withAsk(&o.Options)
-			in, out := mcptest.StdioPipes(t, func(ctx context.Context, in io.Reader, out io.Writer) error {
-				return transport.ServeStdio(ctx, o, 2, in, out)
-			})
-			return mcptest.NewClientWith(t, clienttransport.NewIO(in, out, io.NopCloser(strings.NewReader(""))), e, opts...)
+			return askStdio(t, e, opts...)
 		},
 		"streamable_http":           http(transport.StreamableHTTP),
 		"streamable_http_stateless": http(transport.StreamableHTTPStateless),
 		"sse":                       http(transport.SSE),
 	}
+}
+
+// askStdio serves AskRunner over stdio, code asking the model and the
+// person, and connects its one client with opts.
+func askStdio(tb testing.TB, e mcptest.Era, opts ...client.ClientOption) *mcptest.Client {
+	tb.Helper()
+	o := transport.Options{Options: mcpserver.Options{
+		Version: "1.2.3-test", Runner: mcptest.AskRunner{}, ReturnMode: render.ReturnXML, Log: zap.NewNop(),
+		Calls: mcpserver.NewCallGate(mcptest.Timeout, mcptest.Timeout),
+	}}
+	withAsk(&o.Options)
+	in, out := mcptest.StdioPipes(tb, func(ctx context.Context, in io.Reader, out io.Writer) error {
+		return transport.ServeStdio(ctx, o, 2, in, out)
+	})
+	return mcptest.NewClientWith(tb, clienttransport.NewIO(in, out, io.NopCloser(strings.NewReader(""))), e, opts...)
 }
 
 // TestAskThroughTheClient runs code that asks 23 questions of the client's
@@ -243,6 +250,24 @@ func TestAskTheEndpoint(t *testing.T) {
 			}
 			if got := gotKey.Load(); got != "Bearer "+key {
 				t.Errorf("the endpoint got Authorization %q", got)
+			}
+		})
+	}
+}
+
+// BenchmarkAskRound measures what one llm_query round costs the front end
+// over stdio beyond the model's own time (the scripted model answers at
+// once): b.N questions asked one after the other in one call, by a
+// 2026-07-28 client (a multi round-trip retry each) and by an older one (a
+// request during the call each).
+func BenchmarkAskRound(b *testing.B) {
+	for _, e := range []mcptest.Era{mcptest.Modern, mcptest.Legacy} {
+		b.Run(string(e), func(b *testing.B) {
+			c := askStdio(b, e, client.WithSamplingHandler(mcptest.ScriptedModel{}), client.WithMaxInputRoundTrips(b.N+1))
+			b.ResetTimer()
+			text, isError, err := c.Call(context.Background(), map[string]any{mcptest.CodeArgument: "repeat " + strconv.Itoa(b.N) + " q"})
+			if err != nil || isError || !strings.Contains(text, "re: q "+strconv.Itoa(b.N-1)) {
+				b.Fatalf("error %v, isError %v, %.200s", err, isError, text)
 			}
 		})
 	}
