@@ -7,9 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
+
+// cancelNoticeTimeout bounds the notifications/cancelled of a request
+// whose call ended, so that a stalled client cannot hold the call.
+const cancelNoticeTimeout = time.Second
 
 // ClientRequests sends an older client the sampling and elicitation
 // requests of its running calls on the stream that carries the call's own
@@ -131,6 +136,12 @@ func (c *clientRequester) request(ctx context.Context, method mcp.MCPMethod, par
 	select {
 	case body = <-done:
 	case <-ctx.Done():
+		// The client may be showing the person a form: tell it to stop.
+		cancelled, _ := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "method": mcp.MethodNotificationCancelled,
+			"params": map[string]any{"requestId": id, "reason": context.Cause(ctx).Error()}})
+		notifyCtx, stop := context.WithTimeout(context.WithoutCancel(ctx), cancelNoticeTimeout)
+		defer stop()
+		_ = n.Notify(notifyCtx, cancelled) // best effort: the call ends either way
 		return fmt.Errorf("waiting for the client's answer: %w", context.Cause(ctx))
 	}
 	var resp struct {

@@ -3,6 +3,8 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -62,5 +64,43 @@ func TestClientRequestsDeliver(t *testing.T) {
 	}
 	if r.Deliver("s1", req.ID, response) {
 		t.Error("a second response was delivered")
+	}
+}
+
+// TestClientRequestsCancelled ends the call while its request waits: the
+// client is told, with a notifications/cancelled that names the request,
+// and the wait ends with the call's cause.
+func TestClientRequestsCancelled(t *testing.T) {
+	r := NewClientRequests()
+	sent := make(sentRequests, 2)
+	ctx, cancel := context.WithCancelCause(WithClientRequests(WithNotifier(t.Context(), sent), r, ""))
+	done := make(chan error, 1)
+	go func() {
+		_, err := clientRequestsFrom(ctx).sample(ctx, mcp.CreateMessageParams{MaxTokens: 1})
+		done <- err
+	}()
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if err := json.Unmarshal(<-sent, &req); err != nil {
+		t.Fatal(err)
+	}
+	cancel(errors.New("the call's time is up"))
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "the call's time is up") {
+		t.Errorf("sample: %v", err)
+	}
+	var note struct {
+		Method string `json:"method"`
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+			Reason    string          `json:"reason"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(<-sent, &note); err != nil || note.Method != string(mcp.MethodNotificationCancelled) ||
+		string(note.Params.RequestID) != string(req.ID) || note.Params.Reason != "the call's time is up" {
+		t.Errorf("sent %+v, %v; want the request's cancellation", note, err)
+	}
+	if r.Deliver("", req.ID, []byte(`{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":{}}`)) {
+		t.Error("a response after the cancellation was delivered")
 	}
 }

@@ -3,6 +3,7 @@ package transport_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -187,6 +188,43 @@ func TestAskParkedCallTimesOut(t *testing.T) {
 		}
 	case <-time.After(mcptest.Timeout):
 		t.Fatal("the parked call was never cancelled")
+	}
+}
+
+// TestAskCancelledWhileTheClientAnswers cancels an older client's call
+// while its client fulfils the server's request: the call, and its wait
+// for the answer, end at once.
+func TestAskCancelledWhileTheClientAnswers(t *testing.T) {
+	r := &endedRunner{ended: make(chan error, 1)}
+	_, url := transporttest.HTTPWith(t, transport.StreamableHTTP, r, []transporttest.Option{withAsk})
+	tr, err := clienttransport.NewStreamableHTTP(url + transport.StreamableHTTP.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := make(chan struct{})
+	c := mcptest.NewClientWith(t, tr, mcptest.Legacy, client.WithSamplingHandler(blockingModel{asked: asked}))
+	ctx, cancel := context.WithCancel(mcptest.Context(t))
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := c.Call(ctx, map[string]any{mcptest.CodeArgument: "model hi"})
+		done <- err
+	}()
+	select {
+	case <-asked:
+	case <-time.After(mcptest.Timeout):
+		t.Fatal("the client was never asked")
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the cancelled call returned no error")
+	}
+	select {
+	case err := <-r.ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the run ended with %v, want it cancelled", err)
+		}
+	case <-time.After(mcptest.Timeout):
+		t.Fatal("the call still waits for the client's answer")
 	}
 }
 
