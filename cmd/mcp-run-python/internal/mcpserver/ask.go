@@ -79,7 +79,9 @@ func askDescription(o *AskOptions) string {
 // askFor returns what the call of req may ask and who answers, as its
 // supervisor.Request.Ask; the zero Ask without o. park, when not nil, is
 // how a 2026-07-28 client answers: the call is parked (see park.go).
-func askFor(ctx context.Context, o *AskOptions, req mcp.CallToolRequest, park supervisor.Asker, log *zap.Logger) supervisor.Ask {
+// stateless says that the server keeps no MCP session, and so forgets
+// what an older client declared when it initialized.
+func askFor(ctx context.Context, o *AskOptions, req mcp.CallToolRequest, park supervisor.Asker, stateless bool, log *zap.Logger) supervisor.Ask {
 	if o == nil || (!o.Model && !o.Person) {
 		return supervisor.Ask{}
 	}
@@ -89,6 +91,10 @@ func askFor(ctx context.Context, o *AskOptions, req mcp.CallToolRequest, park su
 	direct := clientAsker{ctx: ctx, concurrency: o.Concurrency, viaSession: req.Params.Task != nil}
 	var model, person supervisor.Asker
 	modern := mcp.IsModernProtocol(server.RequestProtocolVersion(ctx))
+	undeclared := "it did not declare the %s capability"
+	if stateless && !modern {
+		undeclared = "a stateless server does not know the %s capability of a client older than protocol 2026-07-28"
+	}
 	switch {
 	case !o.Model:
 	case sampling && modern && park != nil:
@@ -100,7 +106,7 @@ func askFor(ctx context.Context, o *AskOptions, req mcp.CallToolRequest, park su
 	case sampling:
 		model = refusal("this call of a 2026-07-28 client runs as a task, whose result cannot ask the client: call without a task, or the operator may set --llm-url")
 	default:
-		model = refusal("the client cannot answer llm_query: it did not declare the sampling capability, and the server has no --llm-url to ask instead")
+		model = refusal("the client cannot answer llm_query: " + fmt.Sprintf(undeclared, "sampling") + ", and the server has no --llm-url to ask instead")
 	}
 	switch {
 	case !o.Person:
@@ -111,7 +117,7 @@ func askFor(ctx context.Context, o *AskOptions, req mcp.CallToolRequest, park su
 	case elicitation:
 		person = refusal("this call of a 2026-07-28 client runs as a task, whose result cannot ask the client: call without a task")
 	default:
-		person = refusal("the client cannot answer ask_user or input(): it did not declare the elicitation capability")
+		person = refusal("the client cannot answer ask_user or input(): " + fmt.Sprintf(undeclared, "elicitation"))
 	}
 	return supervisor.Ask{Model: o.Model, Person: o.Person, Asker: splitAsker{model: model, person: person}}
 }

@@ -133,7 +133,7 @@ func (h *runPythonCodeHandler) handle(ctx context.Context, req mcp.CallToolReque
 	}
 	if h.parking != nil && parks(ctx, h.ask, req) {
 		run := func(runCtx context.Context, park supervisor.Asker, onLine func(supervisor.Line), onProgress func(supervisor.ProgressEvent)) *mcp.CallToolResult {
-			return h.call(runCtx, args, askFor(ctx, h.ask, req, park, h.log), onLine, onProgress)
+			return h.call(runCtx, args, askFor(ctx, h.ask, req, park, !h.principals.perSession, h.log), onLine, onProgress)
 		}
 		return h.parking.start(ctx, h.principals.of(ctx), h.principals.mcpSession(ctx), h.sinks(ctx, req), run), nil
 	}
@@ -141,7 +141,7 @@ func (h *runPythonCodeHandler) handle(ctx context.Context, req mcp.CallToolReque
 	// once the handler returns.
 	progress := h.progressSink(ctx, req)
 	defer progress.close()
-	return h.call(ctx, args, askFor(ctx, h.ask, req, nil, h.log), h.lineSink(ctx), progress.onProgress()), nil
+	return h.call(ctx, args, askFor(ctx, h.ask, req, nil, !h.principals.perSession, h.log), h.lineSink(ctx), progress.onProgress()), nil
 }
 
 // sinks returns where the notifications of the request of ctx go.

@@ -107,8 +107,9 @@ func TestAskThroughTheClient(t *testing.T) {
 	for name, connect := range askConnect(t) {
 		for _, e := range []mcptest.Era{mcptest.Legacy, mcptest.Modern} {
 			if (name == "sse" || name == "streamable_http_stateless") && e == mcptest.Legacy {
-				// mcp-go's SSE client answers no server request; a
-				// stateless server forgets what a client declared.
+				// mcp-go's SSE client answers no server request
+				// (TestAskOverSSE); a stateless server forgets what a
+				// client declared (TestAskWithoutTheCapability).
 				continue
 			}
 			t.Run(name+"/"+string(e), func(t *testing.T) {
@@ -127,8 +128,14 @@ func TestAskThroughTheClient(t *testing.T) {
 
 // TestAskWithoutTheCapability checks that a client that declared neither
 // capability gets a refusal that names what would make it work, and that
-// a person who declines is told apart.
+// a person who declines is told apart; and that an older client of a
+// stateless server, which forgets what it declared, is told so.
 func TestAskWithoutTheCapability(t *testing.T) {
+	stateless := askConnect(t)["streamable_http_stateless"](t, mcptest.Legacy, client.WithSamplingHandler(mcptest.ScriptedModel{}))
+	text, _, err := stateless.Call(mcptest.Context(t), map[string]any{mcptest.CodeArgument: "model hi"})
+	if want := "error: the client cannot answer llm_query: a stateless server does not know the sampling capability of a client older than protocol 2026-07-28, and the server has no --llm-url"; err != nil || !strings.Contains(text, want) {
+		t.Errorf("stateless: error %v, result\n%s\nwithout %q", err, text, want)
+	}
 	connect := askConnect(t)["streamable_http"]
 	for _, e := range []mcptest.Era{mcptest.Legacy, mcptest.Modern} {
 		t.Run(string(e), func(t *testing.T) {
