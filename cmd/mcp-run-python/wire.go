@@ -170,7 +170,7 @@ func askOptions(a config.Ask) (*mcpserver.AskOptions, error) {
 		return nil, nil
 	}
 	o := &mcpserver.AskOptions{
-		Model: a.Sampling, Person: a.Elicitation, Concurrency: a.Concurrency,
+		Model: a.Sampling, Person: a.Elicitation, Concurrency: a.Concurrency, MaxTokens: a.MaxTokens,
 		ParkTimeout: a.ParkTimeout, ParkedPerPrincipal: a.ParkedPerPrincipal,
 	}
 	if a.LLMURL == "" {

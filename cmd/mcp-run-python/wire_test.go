@@ -333,7 +333,7 @@ func TestAskWiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	endpoint, ok := o.Endpoint.(*llmendpoint.Client)
-	if !o.Model || o.Person || o.Concurrency != 3 || o.ParkTimeout != 9*time.Second || o.ParkedPerPrincipal != 2 || !ok ||
+	if !o.Model || o.Person || o.Concurrency != 3 || o.MaxTokens != 4096 || o.ParkTimeout != 9*time.Second || o.ParkedPerPrincipal != 2 || !ok ||
 		endpoint.Key != "sk-file" || endpoint.URL != "http://127.0.0.1:1/v1" || endpoint.Model != "m" || endpoint.Concurrency != 3 {
 		t.Errorf("options %+v, endpoint %+v", o, o.Endpoint)
 	}

@@ -48,6 +48,22 @@ type AskOptions struct {
 	// ParkedPerPrincipal bounds the parked calls of one principal
 	// (--max-parked-calls-per-principal); 0 for no limit.
 	ParkedPerPrincipal int
+	// MaxTokens is what a sampling request asks for when code names no
+	// max_tokens (--llm-max-tokens); 0 for fallbackMaxTokens.
+	MaxTokens int
+}
+
+// fallbackMaxTokens is a sampling request's maxTokens, which MCP requires,
+// when neither code nor the operator names one.
+const fallbackMaxTokens = 4096
+
+// maxTokens is the maxTokens of a sampling request for code that names
+// none.
+func (o *AskOptions) maxTokens() int {
+	if o.MaxTokens > 0 {
+		return o.MaxTokens
+	}
+	return fallbackMaxTokens
 }
 
 // The kinds of question, as the log names them.
@@ -88,7 +104,7 @@ func askFor(ctx context.Context, o *AskOptions, req mcp.CallToolRequest, park su
 	sampling, elicitation := clientCapabilities(ctx, req)
 	// A task's tools/call has been answered: its stream is closed, and
 	// only mcp-go's session (stdio, the GET stream) reaches the client.
-	direct := clientAsker{ctx: ctx, concurrency: o.Concurrency, viaSession: req.Params.Task != nil}
+	direct := clientAsker{ctx: ctx, concurrency: o.Concurrency, maxTokens: o.maxTokens(), viaSession: req.Params.Task != nil}
 	var model, person supervisor.Asker
 	modern := mcp.IsModernProtocol(server.RequestProtocolVersion(ctx))
 	undeclared := "it did not declare the %s capability"
@@ -258,12 +274,16 @@ const textAnswerField = "answer"
 // textAnswerSchema is the form of a question without a schema of its own.
 var textAnswerSchema = json.RawMessage(`{"type":"object","properties":{"` + textAnswerField + `":{"type":"string"}},"required":["` + textAnswerField + `"]}`)
 
-// samplingParams is the sampling/createMessage request of q.
-func samplingParams(q *supervisor.SampleQuestion) mcp.CreateMessageParams {
+// samplingParams is the sampling/createMessage request of q, asking for
+// maxTokens when q names none.
+func samplingParams(q *supervisor.SampleQuestion, maxTokens int) mcp.CreateMessageParams {
 	p := mcp.CreateMessageParams{
 		Messages:     []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent(q.Prompt)}},
 		SystemPrompt: q.System,
 		MaxTokens:    q.MaxTokens,
+	}
+	if p.MaxTokens <= 0 {
+		p.MaxTokens = maxTokens
 	}
 	if q.Temperature != nil {
 		p.Temperature = *q.Temperature
@@ -351,6 +371,7 @@ func inputID(i int) string { return "q" + strconv.Itoa(i) }
 type clientAsker struct {
 	ctx         context.Context
 	concurrency int  // requests at once; 0 for no limit
+	maxTokens   int  // of a sampling request whose code names none
 	viaSession  bool // through mcp-go's session even where the transport installed ClientRequests
 }
 
@@ -369,7 +390,7 @@ func (c clientAsker) Ask(ctx context.Context, round []supervisor.Question) ([]su
 	}
 	for i, q := range round {
 		g.Go(func() error {
-			answers[i] = askClient(reqCtx, q, c.viaSession)
+			answers[i] = c.askOne(reqCtx, q)
 			return nil
 		})
 	}
@@ -380,13 +401,12 @@ func (c clientAsker) Ask(ctx context.Context, round []supervisor.Question) ([]su
 	return answers, nil
 }
 
-// askClient asks the client of ctx one question, through mcp-go's session
-// when viaSession is set.
-func askClient(ctx context.Context, q supervisor.Question, viaSession bool) supervisor.Answer {
+// askOne asks the client of ctx one question.
+func (c clientAsker) askOne(ctx context.Context, q supervisor.Question) supervisor.Answer {
 	if q.Sample != nil {
-		p := samplingParams(q.Sample)
-		res, err := viaClient(ctx, viaSession,
-			func(c *clientRequester) (*mcp.CreateMessageResult, error) { return c.sample(ctx, p) },
+		p := samplingParams(q.Sample, c.maxTokens)
+		res, err := viaClient(ctx, c.viaSession,
+			func(r *clientRequester) (*mcp.CreateMessageResult, error) { return r.sample(ctx, p) },
 			func(s *server.MCPServer) (*mcp.CreateMessageResult, error) {
 				// Deprecated from protocol 2026-07-28 only, which older clients do not speak.
 				return s.RequestSampling(ctx, mcp.CreateMessageRequest{CreateMessageParams: p})
@@ -397,8 +417,8 @@ func askClient(ctx context.Context, q supervisor.Question, viaSession bool) supe
 		return sampledAnswer(res)
 	}
 	p := elicitationParams(q.Elicit)
-	res, err := viaClient(ctx, viaSession,
-		func(c *clientRequester) (*mcp.ElicitationResult, error) { return c.elicit(ctx, p) },
+	res, err := viaClient(ctx, c.viaSession,
+		func(r *clientRequester) (*mcp.ElicitationResult, error) { return r.elicit(ctx, p) },
 		func(s *server.MCPServer) (*mcp.ElicitationResult, error) {
 			return s.RequestElicitation(ctx, mcp.ElicitationRequest{Params: p})
 		})

@@ -3,8 +3,10 @@ package mcpserver
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -72,6 +74,32 @@ func TestLoggedAsker(t *testing.T) {
 				if hasPrompt != tc.texts {
 					t.Errorf("line %d shows the text: %v, want %v", i, hasPrompt, tc.texts)
 				}
+			}
+		})
+	}
+}
+
+// TestSamplingParams checks the sampling request of llm_query's arguments:
+// a max_tokens code does not name is the operator's (MCP requires one),
+// or 4096.
+func TestSamplingParams(t *testing.T) {
+	temp := 0.2
+	for _, tc := range []struct {
+		name      string
+		q         supervisor.SampleQuestion
+		operators int
+		want      mcp.CreateMessageParams
+	}{
+		{"bare", supervisor.SampleQuestion{Prompt: "p"}, 0, mcp.CreateMessageParams{MaxTokens: 4096}},
+		{"the operator's tokens", supervisor.SampleQuestion{Prompt: "p"}, 100, mcp.CreateMessageParams{MaxTokens: 100}},
+		{"every argument", supervisor.SampleQuestion{Prompt: "p", System: "s", MaxTokens: 7, Temperature: &temp, ModelHint: "haiku"}, 100,
+			mcp.CreateMessageParams{SystemPrompt: "s", MaxTokens: 7, Temperature: 0.2, ModelPreferences: &mcp.ModelPreferences{Hints: []mcp.ModelHint{{Name: "haiku"}}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.want.Messages = []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("p")}}
+			got := samplingParams(&tc.q, (&AskOptions{MaxTokens: tc.operators}).maxTokens())
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("params %+v, want %+v", got, tc.want)
 			}
 		})
 	}

@@ -34,6 +34,7 @@ var errParkTimeout = errors.New("the client did not send its answers within --pa
 type parking struct {
 	timeout      time.Duration
 	perPrincipal int // 0 for no limit
+	maxTokens    int // of a sampling request whose code names none
 	signer       stateSigner
 
 	mu     sync.Mutex
@@ -44,7 +45,7 @@ type parking struct {
 // newParking returns the parking of o.
 func newParking(o *AskOptions) *parking {
 	return &parking{
-		timeout: o.ParkTimeout, perPrincipal: o.ParkedPerPrincipal, signer: newStateSigner(),
+		timeout: o.ParkTimeout, perPrincipal: o.ParkedPerPrincipal, maxTokens: o.maxTokens(), signer: newStateSigner(),
 		calls: map[string]*parkedCall{}, counts: map[identity.Principal]int{},
 	}
 }
@@ -230,7 +231,7 @@ func (p *parkedCall) park(r *parkedRound) *mcp.CallToolResult {
 	b := server.NewInputRequestBuilder(p.pk.signer.seal(claims))
 	for i, q := range r.questions {
 		if q.Sample != nil {
-			b.Sample(inputID(i), samplingParams(q.Sample))
+			b.Sample(inputID(i), samplingParams(q.Sample, p.pk.maxTokens))
 		} else {
 			b.Elicit(inputID(i), elicitationParams(q.Elicit))
 		}
