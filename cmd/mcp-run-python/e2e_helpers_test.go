@@ -338,10 +338,11 @@ func (tg *target) connect(t testing.TB) *e2eClient {
 	return tg.connectProtocol(t, e2eProtocol)
 }
 
-// connectProtocol is connect with the given protocol version; with
+// connectProtocol is connect with the given protocol version, and the
+// client's options opts (its sampling and elicitation handlers); with
 // modernProtocol there is no handshake and the log level travels in each
 // request's _meta.
-func (tg *target) connectProtocol(t testing.TB, protocol string) *e2eClient {
+func (tg *target) connectProtocol(t testing.TB, protocol string, opts ...client.ClientOption) *e2eClient {
 	t.Helper()
 	c := &e2eClient{target: tg}
 	var tr transport.Interface
@@ -397,7 +398,7 @@ func (tg *target) connectProtocol(t testing.TB, protocol string) *e2eClient {
 		t.Fatalf("unknown mode %q", tg.mode)
 	}
 
-	c.Client = client.NewClient(tr, client.WithProtocolVersion(protocol))
+	c.Client = client.NewClient(tr, append([]client.ClientOption{client.WithProtocolVersion(protocol)}, opts...)...)
 	c.OnNotification(c.handleNotification)
 	start := time.Now()
 	// The stdio transport kills its process when this context ends: it must

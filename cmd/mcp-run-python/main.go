@@ -242,6 +242,11 @@ func run(ctx context.Context, args []string, std streams, env config.Environment
 	}
 	// Before the engine closes: a session's worker is the engine's.
 	defer st.close(log)
+	ask, err := askOptions(cfg.Ask)
+	if err != nil {
+		fmt.Fprintf(std.err, "mcp-run-python: %v\n", err)
+		return exitFailure
+	}
 	o := transport.Options{
 		Options: mcpserver.Options{
 			Version:    build.Version,
@@ -256,6 +261,7 @@ func run(ctx context.Context, args []string, std streams, env config.Environment
 			Files:      st.files,
 			ImageLimit: cfg.ImageLimit,
 			Tasks:      taskOptions(cfg, w.supervisor),
+			Ask:        ask,
 		},
 		CodeLimit: cfg.Supervisor.CodeLimit,
 		Limits:    &w.limits,

@@ -101,9 +101,10 @@ type toolsnapsVariant struct {
 }
 
 // toolsnapsVariants are the default tools (upstream's JSR release), those
-// with --sessions, those with --tool-schema pypi (its PyPI release), and
-// with --return-mode json, whose run_python_code has an outputSchema, those
-// of either schema.
+// with --sessions, those with --tool-schema pypi (its PyPI release), with
+// --return-mode json, whose run_python_code has an outputSchema, those of
+// either schema, and with --sampling and --elicitation, whose description
+// names what code can ask.
 func toolsnapsVariants(t *testing.T) []toolsnapsVariant {
 	t.Helper()
 	// The registry's interpreters never start: listing tools starts none.
@@ -122,12 +123,16 @@ func toolsnapsVariants(t *testing.T) []toolsnapsVariant {
 			opts: []transporttest.Option{func(o *mcpserver.Options) { o.ReturnMode = render.ReturnJSON }}},
 		{name: "pypi_json", dir: filepath.Join(toolsnapsDir, "pypi_json"),
 			opts: []transporttest.Option{func(o *mcpserver.Options) { o.Schema, o.ReturnMode = mcpserver.SchemaPyPI, render.ReturnJSON }}},
+		{name: "ask", dir: filepath.Join(toolsnapsDir, "ask"),
+			opts: []transporttest.Option{func(o *mcpserver.Options) {
+				o.Ask = &mcpserver.AskOptions{Model: true, Person: true, ParkTimeout: time.Minute}
+			}}},
 	}
 }
 
 // TestToolsnaps compares the tools that tools/list sends, byte for byte but
 // for indentation, with testdata/toolsnaps (and its directories sessions,
-// pypi, json and pypi_json for those variants), over every transport and
+// pypi, json, pypi_json and ask for those variants), over every transport and
 // protocol era; -update rewrites the files from stdio.
 func TestToolsnaps(t *testing.T) {
 	r := &mcptest.FakeRunner{Version: snapshotPython}

@@ -10,11 +10,14 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/config"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/llmendpoint"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcpserver"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/render"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/transport"
@@ -122,6 +125,11 @@ func wire(cfg config.Config) (wired, error) {
 			MountLimits:          mount.Limits{MaxBytes: s.MountBytes, MaxFiles: s.MountFiles},
 			ToolCalls:            s.ToolCalls,
 			CacheLimit:           s.CacheLimit,
+			AskLimits: supervisor.AskLimits{
+				Requests: cfg.Ask.Requests, Batch: cfg.Ask.Batch,
+				PromptBytes: cfg.Ask.PromptBytes, AnswerBytes: cfg.Ask.AnswerBytes,
+				MaxTokens: cfg.Ask.MaxTokens, Wait: cfg.Ask.Wait,
+			},
 		}.WithDefaults(),
 		limits: transport.Limits{
 			RequestLimit:               l.RequestLimit,
@@ -152,6 +160,39 @@ func taskOptions(cfg config.Config, sup supervisor.Config) *mcpserver.TaskOption
 		PerOwner: cfg.TasksPerPrincipal, Retention: cfg.TaskRetention, MaxRun: maxRun,
 		ResultsLimit: cfg.TaskResultsLimit, MaxResults: cfg.MaxTaskResults,
 	}
+}
+
+// askOptions returns what code may ask and who answers when the client
+// cannot (--sampling, --elicitation, --llm-url), nil without either flag.
+// It reads the endpoint's key from --llm-key-file.
+func askOptions(a config.Ask) (*mcpserver.AskOptions, error) {
+	if !a.Sampling && !a.Elicitation {
+		return nil, nil
+	}
+	o := &mcpserver.AskOptions{
+		Model: a.Sampling, Person: a.Elicitation, Concurrency: a.Concurrency, MaxTokens: a.MaxTokens,
+		ParkTimeout: a.ParkTimeout, ParkedPerPrincipal: a.ParkedPerPrincipal,
+	}
+	if a.LLMURL == "" {
+		return o, nil
+	}
+	key := a.LLMKey
+	if a.LLMKeyFile != "" {
+		data, err := os.ReadFile(a.LLMKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--llm-key-file: %w", err)
+		}
+		key = strings.TrimSpace(string(data))
+	}
+	var bodyLimit int64 // an answer escaped as JSON, and the rest of the response
+	if a.AnswerBytes > 0 {
+		bodyLimit = 6*int64(a.AnswerBytes) + 64<<10
+	}
+	o.Endpoint = &llmendpoint.Client{
+		URL: a.LLMURL, Model: a.LLMModel, Key: key, Concurrency: a.Concurrency, BodyLimit: bodyLimit,
+		HTTP: &http.Client{Timeout: a.Wait},
+	}
+	return o, nil
 }
 
 // allowNet returns the hosts of an --allow-net value, dropping repeats; nil

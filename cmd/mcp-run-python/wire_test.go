@@ -9,8 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/config"
+	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/llmendpoint"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcpserver"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/render"
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/transport"
@@ -296,5 +298,46 @@ func TestConfigureMounts(t *testing.T) {
 				t.Errorf("Parse(%q) mounts %v, want %v", tt.args, got.supervisor.Mounts, tt.want)
 			}
 		})
+	}
+}
+
+// TestAskWiring checks that the flags of what code asks reach the
+// supervisor's AskLimits and the MCP server's AskOptions, the endpoint's
+// key read from its file, and that without --sampling and --elicitation
+// the server is given none.
+func TestAskWiring(t *testing.T) {
+	_, w, err := configure([]string{"stdio"}, testEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, err := askOptions(config.Ask{}); o != nil || err != nil {
+		t.Errorf("without the flags: %+v, %v", o, err)
+	}
+	if want := (supervisor.AskLimits{Requests: 100, Batch: 64, PromptBytes: 256 << 10, AnswerBytes: 64 << 10, MaxTokens: 4096, Wait: 5 * time.Minute}); w.supervisor.AskLimits != want {
+		t.Errorf("AskLimits %+v, want %+v", w.supervisor.AskLimits, want)
+	}
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, []byte("sk-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, w, err := configure([]string{"stdio", "--sampling", "--llm-url", "http://127.0.0.1:1/v1", "--llm-model", "m",
+		"--llm-key-file", keyFile, "--llm-requests", "7", "--llm-concurrency", "3", "--park-timeout", "9s", "--max-parked-calls-per-principal", "2"}, testEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.supervisor.AskLimits.Requests != 7 {
+		t.Errorf("AskLimits %+v, want 7 requests", w.supervisor.AskLimits)
+	}
+	o, err := askOptions(cfg.Ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint, ok := o.Endpoint.(*llmendpoint.Client)
+	if !o.Model || o.Person || o.Concurrency != 3 || o.MaxTokens != 4096 || o.ParkTimeout != 9*time.Second || o.ParkedPerPrincipal != 2 || !ok ||
+		endpoint.Key != "sk-file" || endpoint.URL != "http://127.0.0.1:1/v1" || endpoint.Model != "m" || endpoint.Concurrency != 3 {
+		t.Errorf("options %+v, endpoint %+v", o, o.Endpoint)
+	}
+	if _, err := askOptions(config.Ask{Sampling: true, LLMURL: "http://a/v1", LLMKeyFile: filepath.Join(t.TempDir(), "none")}); err == nil {
+		t.Error("a missing key file was accepted")
 	}
 }

@@ -88,6 +88,17 @@ const (
 	defaultCacheLimit      = "4GiB"
 	defaultToolResultLimit = "1MiB"
 
+	// The bounds of what code asks (--sampling, --elicitation).
+	defaultLLMRequests    = 100
+	defaultLLMBatch       = 64
+	defaultLLMConcurrency = 8
+	defaultLLMPromptLimit = "256KiB"
+	defaultLLMAnswerLimit = "64KiB"
+	defaultLLMMaxTokens   = 4096
+	defaultLLMWait        = 5 * time.Minute
+	defaultParkTimeout    = 5 * time.Minute
+	defaultParkedCalls    = 4
+
 	// The command line's defaults of values that a program package also
 	// defaults when left 0, for its other callers; package main's tests
 	// hold each equal to that package's (wire_test.go there).
@@ -214,6 +225,10 @@ type Config struct {
 	// Tools is code mode: the tools of other MCP servers that code may
 	// call; its zero value offers none.
 	Tools Tools
+
+	// Ask is what code may ask of the client's model and of the person at
+	// the client; its zero value asks nothing.
+	Ask Ask
 
 	// Prune, in the cache mode, removes the least recently used entries of
 	// the cache directory beyond Supervisor.CacheLimit instead of listing
@@ -353,6 +368,41 @@ type Tools struct {
 	ResultLimit int64
 }
 
+// LLMKeyVariable is the environment variable that holds the key of
+// --llm-url's endpoint, the other way to give it than --llm-key-file: a
+// key on the command line would show in every process listing, so no flag
+// takes it.
+const LLMKeyVariable = EnvPrefix + "LLM_KEY"
+
+// Ask is what code may ask beyond the sandbox, and its bounds; package main
+// makes the supervisor's AskLimits and the MCP server's AskOptions of it.
+type Ask struct {
+	// Sampling defines llm_query and llm_query_batched; Elicitation defines
+	// ask_user, and makes input() ask the person.
+	Sampling, Elicitation bool
+	// LLMURL is the OpenAI-compatible endpoint that answers the model's
+	// questions when the client cannot sample, with the model LLMModel; ""
+	// for none.
+	LLMURL, LLMModel string
+	// LLMKeyFile is the file of the endpoint's key; LLMKey the key from
+	// LLMKeyVariable. At most one is set.
+	LLMKeyFile, LLMKey string
+	// The bounds of supervisor.AskLimits, whose fields of the same names
+	// mean the same, 0 (no limit) included.
+	Requests, Batch          int
+	PromptBytes, AnswerBytes int
+	MaxTokens                int
+	Wait                     time.Duration
+	// Concurrency bounds the requests of one round to an older client or
+	// the endpoint at once; 0 for no limit.
+	Concurrency int
+	// ParkTimeout is how long a call waits for a 2026-07-28 client's retry
+	// with its answers; ParkedPerPrincipal bounds those calls of one
+	// principal, 0 for no limit.
+	ParkTimeout        time.Duration
+	ParkedPerPrincipal int
+}
+
 // Environment is what configuration reads from outside the command line.
 // Tests replace it; OSEnvironment returns the real one.
 type Environment struct {
@@ -465,6 +515,20 @@ type flagValues struct {
 	toolsAllow                  string
 	toolCalls                   int
 	toolResultLimit             int64
+	sampling                    bool
+	elicitation                 bool
+	llmURL                      string
+	llmModel                    string
+	llmKeyFile                  string
+	llmRequests                 int
+	llmBatch                    int
+	llmConcurrency              int
+	llmPromptLimit              int64
+	llmAnswerLimit              int64
+	llmMaxTokens                int
+	llmWait                     time.Duration
+	parkTimeout                 time.Duration
+	maxParked                   int
 
 	// given holds every value of the flags that package main checks
 	// further (Config.Check), by flag name.
@@ -564,6 +628,20 @@ func newFlagSet(v *flagValues, goos string) *pflag.FlagSet {
 	fs.StringVar(&v.toolsAllow, "tools-allow", "", "with --tools-config: the only tools code may call, as comma-separated server.tool or server.* (default: all)")
 	fs.Var(newIntFlag(&v.toolCalls, defaultToolCalls, 0, math.MaxInt), "tool-calls", "with --tools-config: tool calls one run may make; 0 for no limit")
 	fs.Var(newByteSize(&v.toolResultLimit, defaultToolResultLimit, math.MaxInt64), "tool-result-limit", "with --tools-config: the largest tool result code may get; 0 for no limit")
+	fs.BoolVar(&v.sampling, "sampling", false, "let code ask the client's model: llm_query(prompt) and llm_query_batched(prompts), answered through the client's sampling, or by --llm-url")
+	fs.BoolVar(&v.elicitation, "elicitation", false, "let code ask the person at the client: ask_user(message, schema) and input(), answered through the client's elicitation")
+	fs.Var(newCheckedString(&v.llmURL, "", checkOptionalHTTPURL), "llm-url", "with --sampling: an OpenAI-compatible endpoint (its base URL, such as https://api.openai.com/v1) that answers llm_query for clients that cannot sample; needs --llm-model")
+	fs.StringVar(&v.llmModel, "llm-model", "", "the model --llm-url answers with")
+	fs.StringVar(&v.llmKeyFile, "llm-key-file", "", "the file of --llm-url's key, sent as a bearer token (or set "+LLMKeyVariable+"); code never sees it")
+	fs.Var(newIntFlag(&v.llmRequests, defaultLLMRequests, 0, math.MaxInt), "llm-requests", "questions one call's code may ask, prompts of a batch each counted; 0 for no limit")
+	fs.Var(newIntFlag(&v.llmBatch, defaultLLMBatch, 0, math.MaxInt), "llm-batch", "prompts of one llm_query_batched; 0 for no limit")
+	fs.Var(newIntFlag(&v.llmConcurrency, defaultLLMConcurrency, 0, math.MaxInt), "llm-concurrency", "requests of one batch sent at once to --llm-url or to a client of a protocol before 2026-07-28; 0 for no limit")
+	fs.Var(newByteSize(&v.llmPromptLimit, defaultLLMPromptLimit, math.MaxInt), "llm-prompt-limit", "largest prompt, system text, message or schema code may ask with; 0 for no limit")
+	fs.Var(newByteSize(&v.llmAnswerLimit, defaultLLMAnswerLimit, math.MaxInt), "llm-answer-limit", "largest answer code gets; 0 for no limit")
+	fs.Var(newIntFlag(&v.llmMaxTokens, defaultLLMMaxTokens, 0, math.MaxInt), "llm-max-tokens", "tokens one llm_query may ask the model for; 0 for no limit")
+	fs.Var(nonNegativeDuration(&v.llmWait, defaultLLMWait), "llm-wait", "how long one question or batch may wait for its answers, not counted in --timeout; 0 for no limit")
+	fs.Var(positiveDuration(&v.parkTimeout, defaultParkTimeout), "park-timeout", "how long a call whose code asks a 2026-07-28 client waits for the client's retry with the answers before it is cancelled")
+	fs.Var(newIntFlag(&v.maxParked, defaultParkedCalls, 0, math.MaxInt), "max-parked-calls-per-principal", "calls of one authenticated caller (one MCP session without authentication) that wait at once for a 2026-07-28 client's answers; 0 for no limit")
 	fs.StringVar(&v.deno, "deno", "", denoHelp(goos))
 	fs.StringVar(&v.cacheDir, "cache-dir", "", cacheDirHelp(goos))
 	fs.Var(newByteSize(&v.cacheLimit, defaultCacheLimit, math.MaxInt64), "cache-limit", "size the cache directory's worker programs, Pyodide installs, memory snapshots and package files may take; the least recently used beyond it are removed, never one in use; 0 for no limit")
@@ -624,13 +702,14 @@ func settingsFromEnv(fs *pflag.FlagSet) []string {
 // FlagVariables returns the environment variables that stand in for flags
 // on goos, so that the deployment checks (config/deploycheck, a module of
 // their own) can refuse a variable that a manifest or the Dockerfile sets
-// but that no flag reads.
+// but that no flag reads; LLMKeyVariable, read beside them, is among them.
 func FlagVariables(goos string) map[string]bool {
 	var v flagValues
 	vars := map[string]bool{}
 	for _, name := range settingsFromEnv(newFlagSet(&v, goos)) {
 		vars[envName(name)] = true
 	}
+	vars[LLMKeyVariable] = true // --llm-url's key, which no flag takes
 	return vars
 }
 
@@ -785,6 +864,10 @@ func parse(args []string, env Environment, goos string) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
+	ask, err := parseAsk(v, src, env)
+	if err != nil {
+		return Config{}, err
+	}
 
 	return Config{
 		Mode:            mode,
@@ -819,6 +902,7 @@ func parse(args []string, env Environment, goos string) (Config, error) {
 		TLSCert: v.tlsCert,
 		TLSKey:  v.tlsKey,
 		Tools:   Tools{File: v.toolsConfig, Allow: v.toolsAllow, ResultLimit: v.toolResultLimit},
+		Ask:     ask,
 		Prune:   v.prune,
 		Fetch:   fetch,
 		Mirror:  v.mirror,
@@ -910,6 +994,33 @@ func parseSupervisor(v flagValues, src flagSources, env Environment, goos string
 		CacheLimit:           v.cacheLimit,
 		ToolCalls:            v.toolCalls,
 		SessionIdleCPU:       v.sessionIdleCPU,
+	}, nil
+}
+
+// parseAsk returns what code may ask, checking that the endpoint's flags
+// come with --sampling and with each other.
+func parseAsk(v flagValues, src flagSources, env Environment) (Ask, error) {
+	key, _ := env.LookupEnv(LLMKeyVariable)
+	switch {
+	case (v.llmURL != "" || v.llmModel != "" || v.llmKeyFile != "") && !v.sampling:
+		return Ask{}, usageErrorf("%s, %s and %s are for %s", src.name("llm-url"), src.name("llm-model"), src.name("llm-key-file"), src.name("sampling"))
+	case (v.llmURL == "") != (v.llmModel == ""):
+		return Ask{}, usageErrorf("%s and %s go together", src.name("llm-url"), src.name("llm-model"))
+	case v.llmKeyFile != "" && v.llmURL == "":
+		return Ask{}, usageErrorf("%s needs %s", src.name("llm-key-file"), src.name("llm-url"))
+	case v.llmKeyFile != "" && key != "":
+		return Ask{}, usageErrorf("%s and %s exclude each other", src.name("llm-key-file"), LLMKeyVariable)
+	}
+	if v.llmURL == "" {
+		key = "" // sent nowhere
+	}
+	return Ask{
+		Sampling: v.sampling, Elicitation: v.elicitation,
+		LLMURL: v.llmURL, LLMModel: v.llmModel, LLMKeyFile: v.llmKeyFile, LLMKey: key,
+		Requests: v.llmRequests, Batch: v.llmBatch,
+		PromptBytes: int(v.llmPromptLimit), AnswerBytes: int(v.llmAnswerLimit),
+		MaxTokens: v.llmMaxTokens, Wait: v.llmWait, Concurrency: v.llmConcurrency,
+		ParkTimeout: v.parkTimeout, ParkedPerPrincipal: v.maxParked,
 	}, nil
 }
 

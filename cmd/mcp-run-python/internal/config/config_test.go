@@ -108,6 +108,10 @@ func defaultConfig() Config {
 		TaskResultsLimit:            128 << 20,
 		MaxTaskResults:              1024,
 		Tools:                       Tools{ResultLimit: 1 << 20},
+		Ask: Ask{
+			Requests: 100, Batch: 64, PromptBytes: 256 << 10, AnswerBytes: 64 << 10, MaxTokens: 4096,
+			Wait: 5 * time.Minute, Concurrency: 8, ParkTimeout: 5 * time.Minute, ParkedPerPrincipal: 4,
+		},
 	}
 }
 
@@ -144,6 +148,17 @@ func TestParseConfig(t *testing.T) {
 			func(c *Config) { c.Supervisor.CacheLimit = 10e9 }},
 		{"no cache limit", []string{"streamable_http", "--cache-limit", "0"}, standardEnv(),
 			func(c *Config) { c.Mode, c.Supervisor.CacheLimit = ModeStreamableHTTP, 0 }},
+		{"sampling and elicitation", []string{"stdio", "--sampling", "--elicitation", "--llm-requests", "0", "--park-timeout", "30s"}, standardEnv(),
+			func(c *Config) {
+				c.Ask.Sampling, c.Ask.Elicitation, c.Ask.Requests, c.Ask.ParkTimeout = true, true, 0, 30*time.Second
+			}},
+		{"an endpoint with its key from env", []string{"stdio", "--sampling", "--llm-url", "http://127.0.0.1:8000/v1", "--llm-model", "m"},
+			withVars(standardEnv(), map[string]string{LLMKeyVariable: "sk-1"}),
+			func(c *Config) {
+				c.Ask.Sampling, c.Ask.LLMURL, c.Ask.LLMModel, c.Ask.LLMKey = true, "http://127.0.0.1:8000/v1", "m", "sk-1"
+			}},
+		{"a key without an endpoint goes nowhere", []string{"stdio", "--sampling"}, withVars(standardEnv(), map[string]string{LLMKeyVariable: "sk-1"}),
+			func(c *Config) { c.Ask.Sampling = true }},
 		{"cache limit from env", []string{"cache"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_CACHE_LIMIT": "1GiB"}),
 			func(c *Config) { c.Mode, c.Supervisor.CacheLimit = ModeCache, 1<<30 }},
 		{"cache limit flag wins over env", []string{"cache", "--cache-limit", "2GiB"}, withVars(standardEnv(), map[string]string{"MCP_RUN_PYTHON_CACHE_LIMIT": "1GiB"}),
@@ -489,6 +504,13 @@ func TestParseConfigUsageErrors(t *testing.T) {
 		{"zero queue", []string{"stdio", "--queue", "0"}, standardEnv(), "--queue"},
 		{"negative calls per principal", []string{"stdio", "--max-calls-per-principal", "-1"}, standardEnv(), "--max-calls-per-principal"},
 		{"issuer without audience", []string{"sse", "--oauth-issuer", "https://a.example"}, standardEnv(), "--oauth-audience"},
+		{"endpoint without sampling", []string{"stdio", "--llm-url", "http://a.example/v1", "--llm-model", "m"}, standardEnv(), "are for --sampling"},
+		{"endpoint without model", []string{"stdio", "--sampling", "--llm-url", "http://a.example/v1"}, standardEnv(), "--llm-url and --llm-model go together"},
+		{"endpoint not a URL", []string{"stdio", "--sampling", "--llm-url", "a.example", "--llm-model", "m"}, standardEnv(), "--llm-url"},
+		{"key file without endpoint", []string{"stdio", "--sampling", "--llm-key-file", "k"}, standardEnv(), "--llm-key-file needs --llm-url"},
+		{"key file and key variable", []string{"stdio", "--sampling", "--llm-url", "http://a.example/v1", "--llm-model", "m", "--llm-key-file", "k"},
+			withVars(standardEnv(), map[string]string{LLMKeyVariable: "sk-1"}), "--llm-key-file and MCP_RUN_PYTHON_LLM_KEY exclude each other"},
+		{"zero park timeout", []string{"stdio", "--park-timeout", "0s"}, standardEnv(), "--park-timeout"},
 		{"audience without issuer", []string{"sse", "--oauth-audience", "x"}, standardEnv(), "--oauth-issuer"},
 		{"issuer not a URL", []string{"sse", "--oauth-issuer", "auth.example.com", "--oauth-audience", "x"}, standardEnv(), "--oauth-issuer"},
 		{"bad scope", []string{"sse", "--oauth-issuer", "https://a.example", "--oauth-audience", "x", "--oauth-scopes", `a"b`}, standardEnv(), "--oauth-scopes"},

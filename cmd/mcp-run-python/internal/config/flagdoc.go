@@ -47,6 +47,7 @@ func flagGroups() []flagGroup {
 		{"The HTTP front end", []string{"request-limit", "read-timeout", "max-connections", "max-mcp-sessions", "max-mcp-sessions-per-principal", "mcp-session-idle", "allow-origin"}},
 		{"Authentication and TLS", []string{"oauth-issuer", "oauth-audience", "oauth-scopes", "auth-token-file", "public-url", "metrics-auth", "tls-cert", "tls-key"}},
 		{"Code mode", []string{"tools-config", "tools-allow", "tool-calls", "tool-result-limit"}},
+		{"Asking the model and the person", []string{"sampling", "elicitation", "llm-url", "llm-model", "llm-key-file", "llm-requests", "llm-batch", "llm-concurrency", "llm-prompt-limit", "llm-answer-limit", "llm-max-tokens", "llm-wait", "park-timeout", "max-parked-calls-per-principal"}},
 		{"Deno and the cache", []string{"deno", "cache-dir", "cache-limit", "prune"}},
 	}
 }

@@ -79,6 +79,10 @@ func runPythonCode(o Options, levels *LevelStore, principals principals) tool {
 		runner: o.Runner, mode: o.ReturnMode, levels: levels, log: o.Log,
 		calls: o.Calls, sessions: o.Sessions, principals: principals,
 		files: fileResults{store: o.Files, imageLimit: o.ImageLimit, log: o.Log},
+		ask:   o.Ask,
+	}
+	if o.Ask != nil && (o.Ask.Model || o.Ask.Person) {
+		h.parking = newParking(o.Ask)
 	}
 	def := mcp.NewToolWithRawSchema(toolName, "", json.RawMessage(toolInputSchema(o.Schema, o.Sessions != nil)))
 	if o.Schema == SchemaPyPI {
@@ -88,7 +92,7 @@ func runPythonCode(o Options, levels *LevelStore, principals principals) tool {
 		def:    def,
 		handle: h.handle,
 		describe: func() string {
-			d := toolDescription(o.Schema, o.Runner.PythonVersion())
+			d := toolDescription(o.Schema, o.Runner.PythonVersion()) + askDescription(o.Ask)
 			if o.CodeTools != nil {
 				if tools := o.CodeTools(); tools != "" {
 					d += "\n" + tools
@@ -109,31 +113,66 @@ type runPythonCodeHandler struct {
 	sessions   *sessions.Registry // nil without --sessions
 	principals principals
 	files      fileResults
+	ask        *AskOptions // nil without --sampling and --elicitation
+	parking    *parking    // nil without them
 }
 
 // handle runs the code of one call. Bad arguments, calls refused at
 // shutdown, sessions that cannot be used and failures to run (code over the
 // size limit among them, which the runner checks) give a tool error
-// (isError) rather than a protocol error, so the model sees why.
+// (isError) rather than a protocol error, so the model sees why. With
+// --sampling or --elicitation, a 2026-07-28 client's call whose code asks
+// is parked (park.go), and its retries resume it.
 func (h *runPythonCodeHandler) handle(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if h.parking != nil && (req.Params.RequestState != "" || len(req.Params.InputResponses) > 0) {
+		return h.parking.resume(ctx, req, h.principals.of(ctx), h.principals.mcpSession(ctx), h.sinks(ctx, req)), nil
+	}
 	args, err := runArguments(req.Params.Arguments, h.sessions != nil)
 	if err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
 	}
-	ctx, leave, err := h.calls.enter(ctx)
-	if err != nil {
-		return mcp.NewToolResultError(err.Error()), nil
+	if h.parking != nil && parks(ctx, h.ask, req) {
+		run := func(runCtx context.Context, park supervisor.Asker, onLine func(supervisor.Line), onProgress func(supervisor.ProgressEvent)) *mcp.CallToolResult {
+			return h.call(runCtx, args, askFor(ctx, h.ask, req, park, !h.principals.perSession, h.log), onLine, onProgress)
+		}
+		return h.parking.start(ctx, h.principals.of(ctx), h.principals.mcpSession(ctx), h.sinks(ctx, req), run), nil
 	}
-	defer leave()
-	ctx, cancel := withSessionCancel(ctx)
-	defer cancel()
 	// Its last notification goes before the result, which mcp-go writes
 	// once the handler returns.
 	progress := h.progressSink(ctx, req)
 	defer progress.close()
+	return h.call(ctx, args, askFor(ctx, h.ask, req, nil, !h.principals.perSession, h.log), h.lineSink(ctx), progress.onProgress()), nil
+}
+
+// sinks returns where the notifications of the request of ctx go.
+func (h *runPythonCodeHandler) sinks(ctx context.Context, req mcp.CallToolRequest) *requestSinks {
+	return &requestSinks{onLine: h.lineSink(ctx), progress: h.progressSink(ctx, req)}
+}
+
+// parks reports whether the call of req parks when its code asks: its
+// client speaks protocol 2026-07-28 and can answer a kind of question the
+// call may ask, and the call is not a task, whose result cannot ask.
+func parks(ctx context.Context, o *AskOptions, req mcp.CallToolRequest) bool {
+	if req.Params.Task != nil || !mcp.IsModernProtocol(server.RequestProtocolVersion(ctx)) {
+		return false
+	}
+	sampling, elicitation := clientCapabilities(ctx, req)
+	return (o.Model && sampling) || (o.Person && elicitation)
+}
+
+// call runs a call with ask, sending its lines to onLine and its progress
+// to onProgress, and returns its result.
+func (h *runPythonCodeHandler) call(ctx context.Context, args runArgs, ask supervisor.Ask, onLine func(supervisor.Line), onProgress func(supervisor.ProgressEvent)) *mcp.CallToolResult {
+	ctx, leave, err := h.calls.enter(ctx)
+	if err != nil {
+		return mcp.NewToolResultError(err.Error())
+	}
+	defer leave()
+	ctx, cancel := withSessionCancel(ctx)
+	defer cancel()
 	// The pool shares its workers per authenticated caller only: an MCP
 	// session does not stand in for one there.
-	run := supervisor.Request{Code: args.code, Globals: args.globals, OnLine: h.lineSink(ctx), OnProgress: progress.onProgress(), Principal: string(identity.Of(ctx, ""))}
+	run := supervisor.Request{Code: args.code, Globals: args.globals, OnLine: onLine, OnProgress: onProgress, Principal: string(identity.Of(ctx, "")), Ask: ask}
 	owner := h.principals.of(ctx)
 	var res supervisor.Result
 	if args.session != "" {
@@ -147,7 +186,7 @@ func (h *runPythonCodeHandler) handle(ctx context.Context, req mcp.CallToolReque
 		} else {
 			h.log.Warn("run failed", zap.Error(err))
 		}
-		return mcp.NewToolResultError(runErrorText(ctx, err)), nil
+		return mcp.NewToolResultError(runErrorText(ctx, err))
 	}
 	scope := filestore.NewCallScope()
 	if args.session != "" {
@@ -157,9 +196,9 @@ func (h *runPythonCodeHandler) handle(ctx context.Context, req mcp.CallToolReque
 	text, err := render.Text(h.mode, res, kept)
 	if err != nil {
 		h.log.Error("render result", zap.Error(err))
-		return mcp.NewToolResultError(err.Error()), nil
+		return mcp.NewToolResultError(err.Error())
 	}
-	return &mcp.CallToolResult{Content: append([]mcp.Content{mcp.NewTextContent(text)}, extra...)}, nil
+	return &mcp.CallToolResult{Content: append([]mcp.Content{mcp.NewTextContent(text)}, extra...)}
 }
 
 // maxBeyondCode bounds what a run_python_code request carries, as written,
@@ -191,9 +230,10 @@ func checkRequest(raw json.RawMessage) error {
 	var req struct {
 		Method string `json:"method"`
 		Params struct {
-			Name      string                     `json:"name"`
-			Arguments map[string]json.RawMessage `json:"arguments"`
-			Meta      *mcp.Meta                  `json:"_meta"`
+			Name           string                     `json:"name"`
+			Arguments      map[string]json.RawMessage `json:"arguments"`
+			Meta           *mcp.Meta                  `json:"_meta"`
+			InputResponses json.RawMessage            `json:"inputResponses"`
 		} `json:"params"`
 	}
 	if json.Unmarshal(raw, &req) != nil {
@@ -208,7 +248,9 @@ func checkRequest(raw json.RawMessage) error {
 		return nil
 	}
 	args := req.Params.Arguments
-	if beyond := len(raw) - len(args[codeArgument]) - len(args[globalsArgument]); beyond > maxBeyondCode {
+	// A retry's answers to its call's questions are bounded by the
+	// request limit, as its code is, and the supervisor's AskLimits.
+	if beyond := len(raw) - len(args[codeArgument]) - len(args[globalsArgument]) - len(req.Params.InputResponses); beyond > maxBeyondCode {
 		return fmt.Errorf("invalid %s call: %d bytes besides %q and %q, more than the %d a call may carry beyond its code", toolName, beyond, codeArgument, globalsArgument, maxBeyondCode)
 	}
 	return nil

@@ -258,6 +258,8 @@ func TestCallBeyondCodeBound(t *testing.T) {
 		{"unknown argument", `"arguments":{"python_code":"x","padding":"` + big + `"}`, "more than the 65536 a call may carry beyond its code"},
 		{"large meta", `"arguments":{"python_code":"x"},"_meta":{"x":"` + big + `"}`, "more than the 65536"},
 		{"unknown param", `"arguments":{"python_code":"x"},"padding":"` + big + `"`, "more than the 65536"},
+		// A retry's answers are its code's, bounded as code is.
+		{"large answers", `"arguments":{"python_code":"x"},"inputResponses":{"q0":{"role":"assistant","content":{"type":"text","text":"` + big + big + `"}}}`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) { checkRefusal(t, tc.params, tc.want) })
 	}

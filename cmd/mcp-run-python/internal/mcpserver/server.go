@@ -61,6 +61,9 @@ type Options struct {
 	// Tasks, when not nil, makes run_python_code task-capable (--tasks;
 	// tasks.go).
 	Tasks *TaskOptions
+	// Ask, when not nil, lets code ask the client's model and the person
+	// at the client (--sampling, --elicitation; ask.go).
+	Ask *AskOptions
 }
 
 // tool is one tool of the server: its definition, its handler, and, when

@@ -34,7 +34,7 @@ const (
 const Timeout = 30 * time.Second
 
 // Context returns a context that ends with the test or after Timeout.
-func Context(t *testing.T) context.Context {
+func Context(t testing.TB) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	t.Cleanup(cancel)
@@ -139,7 +139,7 @@ type LogEntry struct {
 
 // Collector records the log notifications a client receives, in order.
 type Collector struct {
-	t  *testing.T
+	t  testing.TB
 	mu sync.Mutex
 	// entries are all notifications/message received.
 	entries []LogEntry
@@ -204,7 +204,13 @@ type ConnectFunc func(t *testing.T, e Era) *Client
 // NewClient starts a client on tr, registers the collector and initializes.
 func NewClient(t *testing.T, tr transport.Interface, e Era) *Client {
 	t.Helper()
-	var opts []client.ClientOption
+	return NewClientWith(t, tr, e)
+}
+
+// NewClientWith is NewClient with the client's options opts, such as its
+// sampling and elicitation handlers.
+func NewClientWith(t testing.TB, tr transport.Interface, e Era, opts ...client.ClientOption) *Client {
+	t.Helper()
 	if e == Legacy {
 		opts = append(opts, client.WithLegacyProtocolOnly())
 	}

@@ -24,7 +24,7 @@ func Stdio(t *testing.T, serve func(ctx context.Context, in io.Reader, out io.Wr
 
 // StdioPipes runs serve on pipes until the test ends and returns the
 // client's ends: what the server writes, and where to write to it.
-func StdioPipes(t *testing.T, serve func(ctx context.Context, in io.Reader, out io.Writer) error) (io.ReadCloser, io.WriteCloser) {
+func StdioPipes(t testing.TB, serve func(ctx context.Context, in io.Reader, out io.Writer) error) (io.ReadCloser, io.WriteCloser) {
 	t.Helper()
 	clientIn, serverOut := io.Pipe()
 	serverIn, clientOut := io.Pipe()
@@ -44,7 +44,7 @@ func StdioPipes(t *testing.T, serve func(ctx context.Context, in io.Reader, out 
 
 // waitServed waits for a server that the test's cleanup stopped to return,
 // and reports its error or that it did not stop.
-func waitServed(t *testing.T, done <-chan error, what string) {
+func waitServed(t testing.TB, done <-chan error, what string) {
 	t.Helper()
 	select {
 	case err := <-done:

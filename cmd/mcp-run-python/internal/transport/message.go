@@ -17,6 +17,7 @@ type message struct {
 	// Result is what a response carries; mcp-go answers no message with a
 	// result that is not null, even one with a method and an ID.
 	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
 	// body is the whole message. The params, the bulk of a tools/call, are
 	// not decoded, nor copied: only a notifications/cancelled, which is
 	// small, has its _meta read (see isCancel).
@@ -38,6 +39,12 @@ func (m message) requestKey() (string, bool) {
 		return "", false
 	}
 	return (mcpGo{}).idKey(m.ID)
+}
+
+// isResponse reports whether the message is a response: an ID, a result
+// or an error, and no method.
+func (m message) isResponse() bool {
+	return m.ok && m.Method == "" && len(m.ID) > 0 && (len(m.Result) > 0 || len(m.Error) > 0)
 }
 
 // requestID returns the raw ID of the message, nil when it has none that a

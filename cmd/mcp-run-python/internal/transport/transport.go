@@ -272,6 +272,7 @@ func newSSEFrontEnd(o Options) *HTTPFrontEnd {
 		}
 	})
 	mcpServer, tasks := mcpserver.NewWithTasks(o.Options, true, hooks)
+	asks := mcpserver.NewClientRequests()
 	var sse *server.SSEServer
 	sse = server.NewSSEServer(mcpServer,
 		server.WithSSEEndpoint(sseStreamPath),
@@ -282,12 +283,13 @@ func newSSEFrontEnd(o Options) *HTTPFrontEnd {
 				return ctx
 			}
 			ctx = mcpserver.WithNotifier(ctx, sseNotifier{events: sse, sessionID: session.SessionID()})
+			ctx = mcpserver.WithClientRequests(ctx, asks, session.SessionID())
 			return mcpserver.WithSessionDone(ctx, watch.done(session.SessionID()))
 		}),
 		server.WithSSECORS(corsOrigins(front.limits)...),
 	)
 	return &HTTPFrontEnd{
-		handler:       &sseHandler{sse: sse, pending: pending, streams: streams, front: front, tasks: tasks},
+		handler:       &sseHandler{sse: sse, pending: pending, streams: streams, front: front, tasks: tasks, asks: asks},
 		closeSessions: func(context.Context) { sse.CloseSessions() },
 		pending:       pending,
 		calls:         o.Calls,
@@ -306,6 +308,7 @@ type sseHandler struct {
 	streams *sseStreams // caps the streams and ends the idle ones
 	front   *frontEnd
 	tasks   *mcpserver.Tasks // whose task each status is (taskstatus.go)
+	asks    *mcpserver.ClientRequests
 }
 
 // collectors returns the front end's metrics, for Probes.handler.
@@ -371,6 +374,10 @@ func (h *sseHandler) serveMessage(w http.ResponseWriter, r *http.Request) {
 		session = ""
 	}
 	h.streams.message(session)
+	if msg.isResponse() && h.asks.Deliver(session, msg.ID, body) {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
 	key, ok := msg.requestKey()
 	if !ok {
 		h.sse.ServeHTTP(w, r)
@@ -626,6 +633,7 @@ func newStreamableFrontEnd(o Options, stateless bool) *HTTPFrontEnd {
 	mux.Handle(streamablePath, &streamableHandler{
 		next: streamable, stateless: stateless, pending: pending,
 		ids: ids, listen: listen, front: front, tasks: tasks,
+		asks: mcpserver.NewClientRequests(),
 	})
 	return &HTTPFrontEnd{
 		handler: frontHandler{Handler: mux, front: front},
@@ -646,6 +654,10 @@ type streamableHandler struct {
 	listen    *listenStreams    // the GET streams (with sessions only)
 	front     *frontEnd
 	tasks     *mcpserver.Tasks // whose task each status is (taskstatus.go)
+	// asks carries the sampling and elicitation requests of a call to an
+	// older client on the call's own POST stream, and takes the responses
+	// its client POSTs.
+	asks *mcpserver.ClientRequests
 }
 
 // ServeHTTP gives each request a callStream and its notifier (see
@@ -686,7 +698,8 @@ func (h *streamableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		msg := decodeMessage(body)
-		if unaddressableCancel(h.stateless, r.Header, msg) {
+		if unaddressableCancel(h.stateless, r.Header, msg) ||
+			msg.isResponse() && h.asks.Deliver(r.Header.Get(server.HeaderKeySessionID), msg.ID, body) {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
@@ -706,8 +719,9 @@ func (h *streamableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if f, ok := w.(http.Flusher); ok {
 		stream := newCallStream(w, f)
-		r = r.WithContext(mcpserver.WithNotifier(r.Context(), httpNotifier{stream: stream}))
 		session := r.Header.Get(server.HeaderKeySessionID)
+		ctx := mcpserver.WithNotifier(r.Context(), httpNotifier{stream: stream})
+		r = r.WithContext(mcpserver.WithClientRequests(ctx, h.asks, session))
 		w = filterTaskStatus(stream, stream, h.tasks, func() string { return session })
 	}
 	h.next.ServeHTTP(w, r)
