@@ -150,7 +150,7 @@ func (b *bytecoder) next() (f packages.LocalFile, ok bool) {
 // wedged), and stops it once the queue is empty.
 func (b *bytecoder) compileAll(cache *packages.Cache) {
 	s := b.s
-	var w *worker
+	var w *Worker
 	defer func() {
 		if w != nil {
 			w.Kill()
@@ -198,7 +198,7 @@ func (b *bytecoder) compileAll(cache *packages.Cache) {
 		}
 		s.log.Debug("compiled a package to bytecode", zap.String("file", f.Filename), zap.String("path", path),
 			zap.Int("modules", m.Modules), zap.Int("skipped", m.Skipped), zap.Duration("took", time.Since(start)))
-		s.pruneCacheSoon()
+		s.cache.PruneSoon()
 	}
 }
 
@@ -223,9 +223,9 @@ func (b *bytecoder) quiet() {
 
 // compile compiles one wheel in w, but for the modules skip, and stores its
 // compiled variant.
-func (b *bytecoder) compile(cache *packages.Cache, w *worker, f packages.LocalFile, skip []string) (string, packages.Bytecode, error) {
+func (b *bytecoder) compile(cache *packages.Cache, w *Worker, f packages.LocalFile, skip []string) (string, packages.Bytecode, error) {
 	s := b.s
-	release, err := s.holdCacheEntry(f.Path)
+	release, err := s.cache.Hold(f.Path)
 	if err != nil {
 		return "", packages.Bytecode{}, fmt.Errorf("hold it in the cache: %w", err)
 	}
@@ -237,7 +237,7 @@ func (b *bytecoder) compile(cache *packages.Cache, w *worker, f packages.LocalFi
 	if err != nil {
 		return "", packages.Bytecode{}, err
 	}
-	wheels, err := s.runtime.current().pkgs.plainWheels([]packages.LocalFile{f})
+	wheels, err := s.runtime.Current().Pkgs.plainWheels([]packages.LocalFile{f})
 	if err != nil {
 		return "", packages.Bytecode{}, err
 	}
@@ -251,7 +251,7 @@ func (b *bytecoder) compile(cache *packages.Cache, w *worker, f packages.LocalFi
 			s.log.Debug("compile worker printed", zap.String("file", f.Filename), zap.String("line", l))
 		}
 	}
-	got, err := w.conn.Compile(ctx, wheels[0], bytecodeLimit(source), skip, printed, watch.compiling)
+	got, err := w.Conn.Compile(ctx, wheels[0], bytecodeLimit(source), skip, printed, watch.compiling)
 	if err != nil {
 		if s.ctx.Err() == nil {
 			err = watch.failure(ctx, err)
@@ -269,11 +269,11 @@ func (b *bytecoder) compile(cache *packages.Cache, w *worker, f packages.LocalFi
 // startCompileWorker starts a compile worker: restored from the runtime's
 // snapshot, no network, and a read limit for the largest archive. --deps
 // queue their wheels while the runtime is being prepared: it waits for it.
-func (s *Supervisor) startCompileWorker() (*worker, error) {
-	if _, err := s.runtime.ensure(s.ctx, nil); err != nil {
+func (s *Supervisor) startCompileWorker() (*Worker, error) {
+	if _, err := s.runtime.Ensure(s.ctx, nil); err != nil {
 		return nil, err
 	}
-	return s.startWorker(s.ctx, roleCompile, "")
+	return s.startWorker(s.ctx, RoleCompile, "")
 }
 
 // plainWheels is wheels without the compiled variants: the files as

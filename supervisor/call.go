@@ -28,7 +28,7 @@ var (
 // interrupted: KeyboardInterrupt lets it end cleanly with its output and
 // traceback. Code that ignores that for the grace period, or that is over
 // its memory, is killed with its worker.
-func (s *Supervisor) call(ctx context.Context, w *worker, run bridge.RunRequest, limit *deadline, onLine func(Line)) (Result, bridge.Files, error) {
+func (s *Supervisor) call(ctx context.Context, w *Worker, run bridge.RunRequest, limit *deadline, onLine func(Line)) (Result, bridge.Files, error) {
 	stopCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	if left, ok := limit.left(); ok {
@@ -41,7 +41,7 @@ func (s *Supervisor) call(ctx context.Context, w *worker, run bridge.RunRequest,
 	}
 
 	out := output{limit: s.cfg.OutputLimit, onLine: onLine}
-	if tools := s.newToolRelay(stopCtx, w.conn); tools != nil {
+	if tools := s.newToolRelay(stopCtx, w.Conn); tools != nil {
 		defer tools.close()
 		run.Tools, run.OnToolCall = tools.spec(), tools.handle
 	}
@@ -49,7 +49,7 @@ func (s *Supervisor) call(ctx context.Context, w *worker, run bridge.RunRequest,
 	s.wg.Go(func() {
 		// Not bounded by the call's context: after an interrupt the result
 		// is still wanted. A kill closes the connection, which ends the read.
-		msg, files, err := w.conn.Run(context.Background(), run, out.add)
+		msg, files, err := w.Conn.Run(context.Background(), run, out.add)
 		done <- outcome{msg, files, err}
 	})
 
@@ -72,7 +72,7 @@ func (s *Supervisor) call(ctx context.Context, w *worker, run bridge.RunRequest,
 
 	cause := context.Cause(stopCtx)
 	if cause != nil || o.err != nil {
-		w.spent = true // stopped, or failed: its process serves no other call
+		w.Spent = true // stopped, or failed: its process serves no other call
 	}
 	if cause == nil && o.err == nil {
 		switch o.msg.Status {
@@ -125,13 +125,13 @@ const interruptEvery = time.Second
 // rarely and with no cause found, while a later one would have been taken.
 // A repeat reaches only code that is still running past its limit, as a
 // second Ctrl-C would.
-func interrupt(w *worker, done <-chan outcome, grace time.Duration) (outcome, bool) {
+func interrupt(w *Worker, done <-chan outcome, grace time.Duration) (outcome, bool) {
 	deadline := time.NewTimer(grace)
 	defer deadline.Stop()
 	again := time.NewTicker(interruptEvery)
 	defer again.Stop()
 	for {
-		_ = w.conn.Interrupt(context.Background())
+		_ = w.Conn.Interrupt(context.Background())
 		select {
 		case o := <-done:
 			return o, true
@@ -155,7 +155,7 @@ func stoppedError(msg bridge.ResultFrame, reason string) string {
 
 // crashReason says how a worker ended under the code: os._exit, a crash of
 // the runtime, or a kill from outside.
-func crashReason(w *worker, err error) string {
+func crashReason(w *Worker, err error) string {
 	var fatal *bridge.FatalError
 	if errors.As(err, &fatal) {
 		return fatal.Reason
@@ -294,7 +294,7 @@ func cutText(text string, limit int) string {
 // watchMemory calls over once w's resident size passes the memory limit.
 // A reading that fails while the worker lives leaves the call unwatched and
 // says so: the limit is not silently skipped.
-func (s *Supervisor) watchMemory(ctx context.Context, w *worker, over func()) {
+func (s *Supervisor) watchMemory(ctx context.Context, w *Worker, over func()) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -305,14 +305,14 @@ func (s *Supervisor) watchMemory(ctx context.Context, w *worker, over func()) {
 			return
 		case <-tick.C:
 		}
-		resident, err := w.proc.Memory(ctx)
+		resident, err := w.Proc.Memory(ctx)
 		if err != nil {
 			// Reaped a moment before exited is closed, or unreadable.
 			select {
 			case <-w.exited:
 			case <-ctx.Done():
 			case <-time.After(time.Second):
-				s.log.Warn("cannot read a worker's memory: the memory limit is not enforced for this call", zap.Int("pid", w.proc.Pid()), zap.Error(err))
+				s.log.Warn("cannot read a worker's memory: the memory limit is not enforced for this call", zap.Int("pid", w.Proc.Pid()), zap.Error(err))
 			}
 			return
 		}

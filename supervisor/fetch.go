@@ -3,11 +3,9 @@ package supervisor
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 
-	"github.com/mcp-run-python/mcp-run-python/js"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 )
 
@@ -22,7 +20,7 @@ import (
 // directory, which then serves as --pyodide-index-url (see
 // [packages.WriteMirror]). Progress lines go to progress.
 func (s *Supervisor) Fetch(ctx context.Context, reqs []string, mirror string, progress func(string)) ([]packages.LocalFile, error) {
-	pyodide, err := s.pyodideInstall(ctx, progress)
+	pyodide, err := s.maker.Pyodide(ctx, progress)
 	if err != nil {
 		return nil, err
 	}
@@ -41,31 +39,4 @@ func (s *Supervisor) Fetch(ctx context.Context, reqs []string, mirror string, pr
 	}
 	progress(fmt.Sprintf("%d files of Pyodide's packages and %s in %s", n, packages.LockFileName, mirror))
 	return local, nil
-}
-
-// pyodideInstall installs Pyodide into the cache directory unless it is
-// there, under the lock of the cache's preparation, and returns its
-// directory.
-func (s *Supervisor) pyodideInstall(ctx context.Context, progress func(string)) (string, error) {
-	if err := os.MkdirAll(s.cfg.CacheDir, 0o755); err != nil {
-		return "", fmt.Errorf("cache directory: %w", err)
-	}
-	root, err := filepath.EvalSymlinks(s.cfg.CacheDir)
-	if err != nil {
-		return "", fmt.Errorf("cache directory: %w", err)
-	}
-	if root, err = filepath.Abs(root); err != nil {
-		return "", fmt.Errorf("cache directory: %w", err)
-	}
-	l := layout{root}
-	unlock, err := lockDir(l.root)
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	version, err := js.PyodideVersion()
-	if err != nil {
-		return "", err
-	}
-	return s.installPyodide(ctx, l, version, progress)
 }

@@ -15,7 +15,7 @@ import (
 
 // putMounts copies the mounted host folders into w's file system. The
 // trusted side reads them, so the worker needs no permission on the host.
-func (s *Supervisor) putMounts(ctx context.Context, w *worker) error {
+func (s *Supervisor) putMounts(ctx context.Context, w *Worker) error {
 	if len(s.mounts) == 0 {
 		return nil
 	}
@@ -37,7 +37,7 @@ func (s *Supervisor) putMounts(ctx context.Context, w *worker) error {
 			files = append(files, bridge.Payload{File: bridge.File{Name: path.Join(m.Sandbox, f.Path)}, Data: f.Data})
 		}
 	}
-	if err := w.conn.Put(ctx, dirs, readOnly, files); err != nil {
+	if err := w.Conn.Put(ctx, dirs, readOnly, files); err != nil {
 		return fmt.Errorf("put the mounted folders into the interpreter: %w", err)
 	}
 	return nil

@@ -55,7 +55,7 @@ func serveUntilKilled() {
 		CacheDir: os.Getenv("HELPER_CACHE"),
 		Workers:  2,
 	}, zap.NewNop())
-	s.launch = func(cmd *exec.Cmd) (process, error) {
+	s.launch = func(cmd *exec.Cmd) (Process, error) {
 		p, err := proc.Start(cmd, proc.Options{PortableOnly: true})
 		if err == nil {
 			mu.Lock()

@@ -280,7 +280,7 @@ const maxImportRounds = 2
 // worker of a learned set it also hides the set's modules and claims its
 // wheels instead of installing them (see [inference]), and the error is
 // errUnfit when the set is not what the rounds would install.
-func (in *installer) fromImports(ctx context.Context, w *worker, code string, installed map[string]bool, out func(Line), inf *inference) (reqs []string, phase installPhase, err error) {
+func (in *installer) fromImports(ctx context.Context, w *Worker, code string, installed map[string]bool, out func(Line), inf *inference) (reqs []string, phase installPhase, err error) {
 	// Without the word there is no import statement to find: skip the round trip.
 	if !strings.Contains(code, "import") {
 		if len(inf.unclaimed) > 0 {
@@ -298,7 +298,7 @@ func (in *installer) fromImports(ctx context.Context, w *worker, code string, in
 	var missing []string
 	round := 0
 	for ; round < maxImportRounds; round++ {
-		if missing, err = w.conn.Imports(ctx, code, inf.hidden()); err != nil {
+		if missing, err = w.Conn.Imports(ctx, code, inf.hidden()); err != nil {
 			return reqs, phaseImports, fmt.Errorf("find the code's imports: %w", err)
 		}
 		missing = slices.DeleteFunc(missing, func(name string) bool {
@@ -337,7 +337,7 @@ func (in *installer) fromImports(ctx context.Context, w *worker, code string, in
 				}
 			} else {
 				progressFrom(ctx).installing(wheels)
-				if err := w.conn.Install(ctx, wheels); err != nil {
+				if err := w.Conn.Install(ctx, wheels); err != nil {
 					return append(reqs, used...), phaseInstall, err
 				}
 			}

@@ -41,7 +41,7 @@ func wheel(t *testing.T, name, version, source string) bridge.Payload {
 
 // takeWorker returns a supervisor and a warm worker taken from it, retired
 // when the test ends.
-func takeWorker(t *testing.T) (*Supervisor, *worker) {
+func takeWorker(t *testing.T) (*Supervisor, *Worker) {
 	t.Helper()
 	s := start(t, Config{Workers: 1})
 	w, err := s.takeWorker(context.Background(), "", "")
@@ -57,7 +57,7 @@ func TestWorkerImportsAndInstalls(t *testing.T) {
 	ctx := context.Background()
 
 	code := "import json, tinypkg\nfrom tinypkg import VALUE\nimport other.sub\nVALUE"
-	missing, err := w.conn.Imports(ctx, code, nil)
+	missing, err := w.Conn.Imports(ctx, code, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestWorkerImportsAndInstalls(t *testing.T) {
 	if want := []string{"other", "other.sub", "tinypkg"}; !slices.Equal(missing, want) {
 		t.Errorf("Imports = %q, want %q", missing, want)
 	}
-	if err := w.conn.Install(ctx, []bridge.Payload{wheel(t, "tinypkg", "1.0", "VALUE = 'from a wheel'\n")}); err != nil {
+	if err := w.Conn.Install(ctx, []bridge.Payload{wheel(t, "tinypkg", "1.0", "VALUE = 'from a wheel'\n")}); err != nil {
 		t.Fatal(err)
 	}
 	res, _, err := s.call(ctx, w, bridge.RunRequest{Code: "import tinypkg\ntinypkg.VALUE"}, &deadline{}, nil)
@@ -81,7 +81,7 @@ func TestImportsOfCodeThatCannotBeParsed(t *testing.T) {
 	// Nesting deep enough to exhaust the parser, then a syntax error: the
 	// worker answers with no imports and leaves the run to report them.
 	for _, code := range []string{"import a\n" + strings.Repeat("-", 200000) + "1", "import a\nx = ("} {
-		if missing, err := w.conn.Imports(ctx, code, nil); err != nil || len(missing) != 0 {
+		if missing, err := w.Conn.Imports(ctx, code, nil); err != nil || len(missing) != 0 {
 			t.Errorf("Imports(%.20q...) = %q, %v; want none", code, missing, err)
 		}
 	}
@@ -93,7 +93,7 @@ func TestImportsOfCodeThatCannotBeParsed(t *testing.T) {
 func TestInstallOfABrokenWheelFails(t *testing.T) {
 	s, w := takeWorker(t)
 	ctx := context.Background()
-	err := w.conn.Install(ctx, []bridge.Payload{{File: bridge.File{Name: "broken-1.0-py3-none-any.whl"}, Data: []byte("not a zip")}})
+	err := w.Conn.Install(ctx, []bridge.Payload{{File: bridge.File{Name: "broken-1.0-py3-none-any.whl"}, Data: []byte("not a zip")}})
 	if err == nil {
 		t.Fatal("a broken wheel installed")
 	}

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/ttlcache"
 )
@@ -53,7 +54,7 @@ type learner struct {
 
 // learnedSet is a set with its snapshot made.
 type learnedSet struct {
-	rt      *runtimeFiles
+	rt      *runtimefiles.Files
 	lastUse time.Time
 	release func() // of its holds on the cache's entries
 	// modules are the top-level modules of each of the set's files (not
@@ -139,8 +140,8 @@ func (l *learner) inference(key string) *inference {
 // learnedGuess returns the learned set that code's imports probably make,
 // or "": of the sets whose first round's missing modules code's import
 // statements all name, the one with the most, then the one used last.
-func (s *Supervisor) learnedGuess(rt *runtimeFiles, code string) string {
-	if rt.key == "" {
+func (s *Supervisor) learnedGuess(rt *runtimefiles.Files, code string) string {
+	if rt.Key == "" {
 		return ""
 	}
 	tops := packages.GuessImports(code)
@@ -175,8 +176,8 @@ func allIn(names []string, set map[string]bool) bool {
 
 // learnInferred counts the set that a call's imports made (see learnUse),
 // and remembers which missing modules made it, for learnedGuess.
-func (s *Supervisor) learnInferred(rt *runtimeFiles, inf *inference) {
-	if len(inf.wheels) == 0 || rt.key == "" {
+func (s *Supervisor) learnInferred(rt *runtimefiles.Files, inf *inference) {
+	if len(inf.wheels) == 0 || rt.Key == "" {
 		return
 	}
 	s.learnUse(rt, inf.wheels)
@@ -196,11 +197,11 @@ func (s *Supervisor) learnInferred(rt *runtimeFiles, inf *inference) {
 
 // setKey names the set of package files wheels on top of rt. Their paths
 // in the content-addressed cache name their contents.
-func setKey(rt *runtimeFiles, wheels []bridge.Payload) string {
+func setKey(rt *runtimefiles.Files, wheels []bridge.Payload) string {
 	h := sha256.New()
-	h.Write([]byte(rt.key))
-	if rt.deps != nil {
-		h.Write([]byte(rt.snapshot))
+	h.Write([]byte(rt.Key))
+	if rt.Deps != nil {
+		h.Write([]byte(rt.Snapshot))
 	}
 	names := make([]string, len(wheels))
 	for i, w := range wheels {
@@ -229,7 +230,7 @@ func (l *learner) hot() []string {
 }
 
 // runtime returns the runtime of learned set key, or nil.
-func (l *learner) runtime(key string) *runtimeFiles {
+func (l *learner) runtime(key string) *runtimefiles.Files {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if ls := l.learned[key]; ls != nil {
@@ -253,8 +254,8 @@ func (l *learner) forget(key string) {
 // of rt) and returns the kind of worker to ask the pool for: the set's key
 // once its snapshot is made, else "". At the set's learnAfter-th use it
 // starts making the snapshot.
-func (s *Supervisor) learnUse(rt *runtimeFiles, wheels []bridge.Payload) string {
-	if len(wheels) == 0 || rt.key == "" {
+func (s *Supervisor) learnUse(rt *runtimefiles.Files, wheels []bridge.Payload) string {
+	if len(wheels) == 0 || rt.Key == "" {
 		return ""
 	}
 	l := s.learn
@@ -276,7 +277,7 @@ func (s *Supervisor) learnUse(rt *runtimeFiles, wheels []bridge.Payload) string 
 
 // learnSet makes the snapshot of a set and keeps its runtime, evicting the
 // least recently used learned set past maxLearned.
-func (s *Supervisor) learnSet(rt *runtimeFiles, key string, wheels []bridge.Payload) {
+func (s *Supervisor) learnSet(rt *runtimefiles.Files, key string, wheels []bridge.Payload) {
 	l := s.learn
 	var holds []func()
 	release := func() {
@@ -294,7 +295,7 @@ func (s *Supervisor) learnSet(rt *runtimeFiles, key string, wheels []bridge.Payl
 		l.mu.Unlock()
 	}()
 	hold := func(path string) bool {
-		h, err := s.holdCacheEntry(path)
+		h, err := s.cache.Hold(path)
 		if err != nil {
 			s.log.Debug("no learned snapshot", zap.String("set", key), zap.Error(err))
 			return false
@@ -302,12 +303,12 @@ func (s *Supervisor) learnSet(rt *runtimeFiles, key string, wheels []bridge.Payl
 		holds = append(holds, h)
 		return true
 	}
-	set := &depsSet{files: map[string]bool{}}
+	set := &runtimefiles.Deps{Files: map[string]bool{}}
 	modules := map[string]bool{}
-	if rt.deps != nil {
-		set.wheels = slices.Clone(rt.deps.wheels)
-		maps.Copy(set.files, rt.deps.files)
-		for _, m := range rt.deps.modules {
+	if rt.Deps != nil {
+		set.Wheels = slices.Clone(rt.Deps.Wheels)
+		maps.Copy(set.Files, rt.Deps.Files)
+		for _, m := range rt.Deps.Modules {
 			modules[m] = true
 		}
 	}
@@ -316,8 +317,8 @@ func (s *Supervisor) learnSet(rt *runtimeFiles, key string, wheels []bridge.Payl
 		if !hold(w.Path) {
 			return
 		}
-		set.wheels = append(set.wheels, w)
-		set.files[w.Name] = true
+		set.Wheels = append(set.Wheels, w)
+		set.Files[w.Name] = true
 		// Every module a file has, private ones too: a call may import them.
 		mods, err := packages.WheelModules(w.Path)
 		if err != nil && strings.HasSuffix(w.Name, ".whl") {
@@ -329,13 +330,13 @@ func (s *Supervisor) learnSet(rt *runtimeFiles, key string, wheels []bridge.Payl
 			offered(mods, modules) // imported before the snapshot is taken
 		}
 	}
-	set.modules = slices.Sorted(maps.Keys(modules))
-	if !hold(layout{rt.root}.snapshot(key)) {
+	set.Modules = slices.Sorted(maps.Keys(modules))
+	if !hold(runtimefiles.Layout{Root: rt.Root}.Snapshot(key)) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.WithDefaults().StartTimeout)
 	defer cancel()
-	with, err := s.runtimeWith(ctx, rt, key, set, func(step string) { s.log.Debug(step) })
+	with, err := s.maker.With(ctx, rt, key, set, func(step string) { s.log.Debug(step) })
 	switch {
 	case err != nil && s.ctx.Err() != nil:
 		s.log.Debug("the snapshot of a package set was stopped: the server is closing", zap.String("set", key))
@@ -344,8 +345,8 @@ func (s *Supervisor) learnSet(rt *runtimeFiles, key string, wheels []bridge.Payl
 		s.log.Warn("cannot make the snapshot of a package set that calls repeat", zap.Error(err))
 		return
 	}
-	s.pruneCacheSoon()
-	s.log.Info("learned a package set: calls with it start with it loaded", zap.String("set", key), zap.Strings("modules", set.modules))
+	s.cache.PruneSoon()
+	s.log.Info("learned a package set: calls with it start with it loaded", zap.String("set", key), zap.Strings("modules", set.Modules))
 	learned = true
 	l.mu.Lock()
 	defer l.mu.Unlock()

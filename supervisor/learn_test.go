@@ -14,6 +14,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/cachedir/cachedirtest"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
 )
 
 func TestInferenceClaims(t *testing.T) {
@@ -57,7 +59,7 @@ func TestInferenceClaims(t *testing.T) {
 
 func TestLearnedGuess(t *testing.T) {
 	s := &Supervisor{learn: newLearner()}
-	rt := &runtimeFiles{key: "rt"}
+	rt := &runtimefiles.Files{Key: "rt"}
 	now := time.Now()
 	l := s.learn
 	for key, use := range map[string]time.Time{"req": now.Add(-time.Minute), "req+sym": now.Add(-time.Minute), "req-new": now, "np": now} {
@@ -80,7 +82,7 @@ func TestLearnedGuess(t *testing.T) {
 			t.Errorf("learnedGuess(%q) = %q, want %q", tc.code, got, tc.want)
 		}
 	}
-	if got := s.learnedGuess(&runtimeFiles{}, "import requests"); got != "" {
+	if got := s.learnedGuess(&runtimefiles.Files{}, "import requests"); got != "" {
 		t.Errorf("learnedGuess without a runtime key = %q, want none", got)
 	}
 }
@@ -88,7 +90,7 @@ func TestLearnedGuess(t *testing.T) {
 func TestLearnInferredRemembersTheFirstRound(t *testing.T) {
 	s := &Supervisor{learn: newLearner()}
 	s.learn.making = true // no snapshot is made here
-	rt := &runtimeFiles{key: "rt"}
+	rt := &runtimefiles.Files{Key: "rt"}
 	wheels := []bridge.Payload{{File: bridge.File{Name: "requests.whl"}}, {File: bridge.File{Name: "urllib3.whl"}}}
 	s.learnInferred(rt, &inference{first: []string{"requests.adapters", "requests"}, wheels: wheels})
 	s.learnInferred(rt, &inference{first: []string{"nothing"}}) // nothing installed: nothing to learn
@@ -114,13 +116,13 @@ func TestLearnSetClosing(t *testing.T) {
 	}
 	defer b.Close()
 	s.bridge = b
-	s.launch = func(*exec.Cmd) (process, error) {
+	s.launch = func(*exec.Cmd) (Process, error) {
 		s.cancel() // the server closes while the snapshot is being made
 		return nil, context.Canceled
 	}
 	lib := filepath.Join(root, "packages", "wheels", "sha256", strings.Repeat("a", 64), "libfoo.so")
-	write(t, lib, "")
-	rt := &runtimeFiles{key: "rt", root: root, noDenoDir: layout{root}.noDenoDir()}
+	cachedirtest.Write(t, lib, "")
+	rt := &runtimefiles.Files{Key: "rt", Root: root, NoDenoDir: runtimefiles.Layout{Root: root}.NoDenoDir()}
 	s.learn.making = true
 	s.learnSet(rt, "0123456789abcdef", []bridge.Payload{{File: bridge.File{Name: "libfoo.so"}, Path: lib}})
 	for _, e := range logs.All() {

@@ -81,12 +81,12 @@ func hostAddrs(addrs []net.Addr) []netip.Addr {
 	return slices.Compact(own)
 }
 
-// addrPoll is how often an addrWatch reads this host's addresses: an
+// AddrPoll is how often an addrWatch reads this host's addresses: an
 // address that comes (a VPN, a container network, a new DHCP lease) is
 // within reach of the warm workers made before it for at most this long.
-const addrPoll = 2 * time.Second
+const AddrPoll = 2 * time.Second
 
-// addrWatch keeps the deny lists of the default network current with this
+// AddrWatch keeps the deny lists of the default network current with this
 // host's own addresses, which change as a laptop moves, a VPN comes up or a
 // container network is made. A worker's --deny-net is fixed when it starts,
 // so each worker is made with a generation of the addresses; once they
@@ -95,7 +95,7 @@ const addrPoll = 2 * time.Second
 //
 // The addresses are read at every worker start and every addrPoll; there
 // is no portable notification of a change.
-type addrWatch struct {
+type AddrWatch struct {
 	read    func() ([]net.Addr, error) // net.InterfaceAddrs; tests give others
 	log     *zap.Logger
 	changed func() // called, without the lock held, after a change
@@ -106,16 +106,16 @@ type addrWatch struct {
 	failed bool         // the last read failed (logged once)
 }
 
-// newAddrWatch returns an addrWatch that reads with read and calls changed
+// NewAddrWatch returns an addrWatch that reads with read and calls changed
 // after the addresses change.
-func newAddrWatch(read func() ([]net.Addr, error), log *zap.Logger, changed func()) *addrWatch {
-	return &addrWatch{read: read, log: log, changed: changed}
+func NewAddrWatch(read func() ([]net.Addr, error), log *zap.Logger, changed func()) *AddrWatch {
+	return &AddrWatch{read: read, log: log, changed: changed}
 }
 
 // current reads this host's addresses again and returns them with their
 // generation, which a worker made from them keeps (see stale). If they
 // cannot be read, those read before stay.
-func (a *addrWatch) current() ([]netip.Addr, uint64) {
+func (a *AddrWatch) current() ([]netip.Addr, uint64) {
 	addrs, err := a.read()
 	a.mu.Lock()
 	if err != nil {
@@ -148,16 +148,16 @@ func (a *addrWatch) current() ([]netip.Addr, uint64) {
 	return own, gen
 }
 
-// stale reports whether a worker made with the addresses of generation gen
+// Stale reports whether a worker made with the addresses of generation gen
 // predates a change of them; 0 is a worker without a deny list of them.
-func (a *addrWatch) stale(gen uint64) bool {
+func (a *AddrWatch) Stale(gen uint64) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return gen != 0 && gen != a.gen
 }
 
-// watch reads the addresses every interval until ctx ends.
-func (a *addrWatch) watch(ctx context.Context, interval time.Duration) {
+// Watch reads the addresses every interval until ctx ends.
+func (a *AddrWatch) Watch(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

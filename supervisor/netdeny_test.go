@@ -102,46 +102,46 @@ func TestAddrWatch(t *testing.T) {
 		lan := ipnet(t, "192.168.1.5/24")
 		host := &fakeAddrs{addrs: []net.Addr{ipnet(t, "127.0.0.1/8"), lan}}
 		var changes atomic.Int32
-		a := newAddrWatch(host.read, zaptest.NewLogger(t), func() { changes.Add(1) })
+		a := NewAddrWatch(host.read, zaptest.NewLogger(t), func() { changes.Add(1) })
 		own, gen := a.current()
 		if want := []netip.Addr{netip.MustParseAddr("192.168.1.5")}; !slices.Equal(own, want) || gen == 0 {
 			t.Fatalf("current = %v, %d; want %v and a generation", own, gen, want)
 		}
-		if a.stale(gen) || a.stale(0) {
+		if a.Stale(gen) || a.Stale(0) {
 			t.Fatal("stale before any change")
 		}
-		go a.watch(t.Context(), addrPoll)
+		go a.Watch(t.Context(), AddrPoll)
 
-		time.Sleep(3 * addrPoll)
+		time.Sleep(3 * AddrPoll)
 		synctest.Wait()
-		if changes.Load() != 0 || a.stale(gen) {
-			t.Fatalf("%d changes, stale %v, with the same addresses", changes.Load(), a.stale(gen))
+		if changes.Load() != 0 || a.Stale(gen) {
+			t.Fatalf("%d changes, stale %v, with the same addresses", changes.Load(), a.Stale(gen))
 		}
 
 		// A VPN comes up.
 		host.set([]net.Addr{lan, ipnet(t, "100.101.102.103/32"), ipnet(t, "fd7a:115c:a1e0::1/128")}, nil)
-		time.Sleep(addrPoll)
+		time.Sleep(AddrPoll)
 		synctest.Wait()
-		if changes.Load() != 1 || !a.stale(gen) {
-			t.Fatalf("after an address came and a poll: %d changes, stale %v; want 1, true", changes.Load(), a.stale(gen))
+		if changes.Load() != 1 || !a.Stale(gen) {
+			t.Fatalf("after an address came and a poll: %d changes, stale %v; want 1, true", changes.Load(), a.Stale(gen))
 		}
 		own, now := a.current()
-		if len(own) != 3 || now == gen || a.stale(now) || a.stale(0) {
+		if len(own) != 3 || now == gen || a.Stale(now) || a.Stale(0) {
 			t.Fatalf("current = %v, %d (was %d)", own, now, gen)
 		}
 
 		// The addresses cannot be read for a while: those known stay.
 		host.set(nil, errors.New("netlink: no"))
-		time.Sleep(2 * addrPoll)
+		time.Sleep(2 * AddrPoll)
 		synctest.Wait()
 		if got, g := a.current(); len(got) != 3 || g != now || changes.Load() != 1 {
 			t.Fatalf("after failed reads: %v, %d, %d changes; want the 3 known, %d, 1", got, g, changes.Load(), now)
 		}
 		host.set([]net.Addr{lan}, nil)
-		time.Sleep(addrPoll)
+		time.Sleep(AddrPoll)
 		synctest.Wait()
-		if changes.Load() != 2 || !a.stale(now) {
-			t.Fatalf("after the VPN went: %d changes, stale %v; want 2, true", changes.Load(), a.stale(now))
+		if changes.Load() != 2 || !a.Stale(now) {
+			t.Fatalf("after the VPN went: %d changes, stale %v; want 2, true", changes.Load(), a.Stale(now))
 		}
 	})
 }

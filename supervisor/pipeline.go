@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 )
 
@@ -48,15 +49,15 @@ type pipeline struct {
 	progress *callProgress // nil when the caller wants none
 
 	start      time.Time
-	limit      *deadline        // from resolve
-	rt         *readyRuntime    // from resolve
-	script     []string         // the PEP 723 block's dependencies
-	fromScript bool             // the code has a PEP 723 block
-	installed  map[string]bool  // the package files the interpreter has, and those fetched
-	wheels     []bridge.Payload // fetched, not installed yet
-	reqs       []string         // the requirements installed: the result's dependencies
-	w          *worker          // from acquire
-	files      bridge.Files     // from run
+	limit      *deadline                       // from resolve
+	rt         *runtimefiles.Ready[*installer] // from resolve
+	script     []string                        // the PEP 723 block's dependencies
+	fromScript bool                            // the code has a PEP 723 block
+	installed  map[string]bool                 // the package files the interpreter has, and those fetched
+	wheels     []bridge.Payload                // fetched, not installed yet
+	reqs       []string                        // the requirements installed: the result's dependencies
+	w          *Worker                         // from acquire
+	files      bridge.Files                    // from run
 
 	res Result
 	err error
@@ -110,7 +111,7 @@ func (p *pipeline) count() {
 func (p *pipeline) release() {
 	if p.w != nil {
 		if p.err != nil {
-			p.w.spent = true // cancelled, or failed: its process serves no other call
+			p.w.Spent = true // cancelled, or failed: its process serves no other call
 		}
 		p.in.release(p.w)
 		p.w = nil
@@ -130,16 +131,16 @@ func (p *pipeline) resolve(ctx context.Context) bool {
 	if p.script, p.fromScript, err = packages.FromCode(code); err != nil {
 		return p.end(installError(nil, err, p.req.OnLine), nil)
 	}
-	if p.rt, err = s.runtime.ensure(ctx, p.progress.preparing()); err != nil {
+	if p.rt, err = s.runtime.Ensure(ctx, p.progress.preparing()); err != nil {
 		return p.end(Result{}, err)
 	}
 	// One time limit for the whole call: fetching, installing and running
 	// together. Only the wait for a free worker does not count.
 	p.limit = s.newDeadline(p.start)
-	p.installed = p.in.installedFiles(p.rt.files)
+	p.installed = p.in.installedFiles(p.rt.Files)
 	fetchCtx, cancel := p.limit.context(ctx)
 	defer cancel()
-	if p.wheels, err = p.rt.pkgs.files(fetchCtx, p.script, p.installed, p.out.add); err != nil {
+	if p.wheels, err = p.rt.Pkgs.files(fetchCtx, p.script, p.installed, p.out.add); err != nil {
 		return p.end(p.installFailed(ctx, phaseFetch, p.script, err))
 	}
 	return true
@@ -151,9 +152,9 @@ func (p *pipeline) acquire(ctx context.Context) bool {
 	kind := ""
 	if p.in.learns() {
 		if p.fromScript {
-			kind = p.s.learnUse(p.rt.files, p.wheels)
+			kind = p.s.learnUse(p.rt.Files, p.wheels)
 		} else {
-			kind = p.s.learnedGuess(p.rt.files, p.req.Code)
+			kind = p.s.learnedGuess(p.rt.Files, p.req.Code)
 		}
 	}
 	waited := p.progress.wait()
@@ -164,7 +165,7 @@ func (p *pipeline) acquire(ctx context.Context) bool {
 	}
 	p.w = w
 	// A worker of a learned set has its packages installed already.
-	p.wheels = slices.DeleteFunc(p.wheels, func(wh bridge.Payload) bool { return w.installed[wh.Name] })
+	p.wheels = slices.DeleteFunc(p.wheels, func(wh bridge.Payload) bool { return w.Installed[wh.Name] })
 	return true
 }
 
@@ -201,7 +202,7 @@ func (p *pipeline) install(ctx context.Context) bool {
 	installCtx, cancel := p.limit.context(ctx)
 	defer cancel()
 	p.progress.installing(p.wheels)
-	if err := p.w.conn.Install(installCtx, p.wheels); err != nil {
+	if err := p.w.Conn.Install(installCtx, p.wheels); err != nil {
 		return p.end(p.installFailed(ctx, phaseInstall, p.reqs, err))
 	}
 	return true
@@ -210,7 +211,7 @@ func (p *pipeline) install(ctx context.Context) bool {
 // swap replaces a worker whose learned set the call's imports do not fit
 // with a plain one: the guess was wrong.
 func (p *pipeline) swap(ctx context.Context) bool {
-	p.s.log.Debug("a learned set's worker does not fit the call", zap.String("set", p.w.kind))
+	p.s.log.Debug("a learned set's worker does not fit the call", zap.String("set", p.w.Kind))
 	p.release()
 	waited := p.progress.wait()
 	w, err := p.in.acquire(ctx, p.limit, p.req.Principal, "")
@@ -237,7 +238,7 @@ func (p *pipeline) fromImports(ctx context.Context) ([]string, installPhase, err
 	w := p.w
 	if len(p.wheels) > 0 {
 		p.progress.installing(p.wheels)
-		if err := w.conn.Install(ctx, p.wheels); err != nil {
+		if err := w.Conn.Install(ctx, p.wheels); err != nil {
 			return nil, phaseInstall, err
 		}
 	}
@@ -245,8 +246,8 @@ func (p *pipeline) fromImports(ctx context.Context) ([]string, installPhase, err
 	var held []Line
 	var heldMu sync.Mutex
 	onLine := p.out.add
-	if w.kind != "" {
-		if inf = p.s.learn.inference(w.kind); inf == nil {
+	if w.Kind != "" {
+		if inf = p.s.learn.inference(w.Kind); inf == nil {
 			return nil, phaseImports, errUnfit
 		}
 		onLine = func(l Line) {
@@ -255,7 +256,7 @@ func (p *pipeline) fromImports(ctx context.Context) ([]string, installPhase, err
 			held = append(held, l)
 		}
 	}
-	reqs, phase, err := p.rt.pkgs.fromImports(ctx, w, p.req.Code, p.installed, onLine, inf)
+	reqs, phase, err := p.rt.Pkgs.fromImports(ctx, w, p.req.Code, p.installed, onLine, inf)
 	if errors.Is(err, errUnfit) {
 		return reqs, phase, err
 	}
@@ -263,7 +264,7 @@ func (p *pipeline) fromImports(ctx context.Context) ([]string, installPhase, err
 		p.out.add(l)
 	}
 	if err == nil && p.in.learns() {
-		p.s.learnInferred(p.rt.files, inf)
+		p.s.learnInferred(p.rt.Files, inf)
 	}
 	return reqs, phase, err
 }
@@ -297,7 +298,7 @@ func (p *pipeline) run(ctx context.Context) bool {
 func (p *pipeline) collect(ctx context.Context) bool {
 	res := &p.res
 	if res.Status == StatusRunError {
-		res.Error = withNote(res.Error, p.rt.pkgs.missingPackageNote(res.Error, p.req.Code, p.script, p.fromScript))
+		res.Error = withNote(res.Error, p.rt.Pkgs.missingPackageNote(res.Error, p.req.Code, p.script, p.fromScript))
 	}
 	res.Dependencies = packages.WithoutPython(p.reqs)
 	if len(p.out.warnings) > 0 {

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/mount"
 	pt "github.com/mcp-run-python/mcp-run-python/supervisor/packages/packagestest"
@@ -54,7 +55,7 @@ func (p *fakeProc) CPUTime(context.Context) (time.Duration, error) { return 0, n
 // can import what it was given and what it is sent, and records the frames
 // it gets.
 type memWorker struct {
-	w *worker
+	w *Worker
 
 	mu       sync.Mutex
 	frames   []string        // the types of the frames it got, in order
@@ -93,7 +94,7 @@ func newMemWorker(t *testing.T, srv *bridge.Server, kind string, installed map[s
 	stderr, stderrW := io.Pipe()
 	p := &fakeProc{killed: make(chan struct{}), stderr: stderrW}
 	w := newWorker(new(tracker.Tracker), p, io.NopCloser(nil), stderr, zap.NewNop(), func() {})
-	w.conn, w.kind, w.installed = conn, kind, installed
+	w.Conn, w.Kind, w.Installed = conn, kind, installed
 	m := &memWorker{w: w, modules: map[string]bool{"json": true}}
 	for name := range installed {
 		m.modules[moduleOf(name)] = true
@@ -197,11 +198,11 @@ type memPool struct {
 	mu       sync.Mutex
 	asked    []string // the kinds acquired, in order
 	workers  []*memWorker
-	released []*worker
+	released []*Worker
 }
 
-func (p *memPool) installedFiles(rt *runtimeFiles) map[string]bool { return rt.preinstalled() }
-func (p *memPool) acquire(_ context.Context, _ *deadline, _, kind string) (*worker, error) {
+func (p *memPool) installedFiles(rt *runtimefiles.Files) map[string]bool { return rt.Preinstalled() }
+func (p *memPool) acquire(_ context.Context, _ *deadline, _, kind string) (*Worker, error) {
 	m := newMemWorker(p.t, p.srv, kind, p.sets[kind])
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -209,7 +210,7 @@ func (p *memPool) acquire(_ context.Context, _ *deadline, _, kind string) (*work
 	p.workers = append(p.workers, m)
 	return m.w, nil
 }
-func (p *memPool) release(w *worker) {
+func (p *memPool) release(w *Worker) {
 	p.mu.Lock()
 	p.released = append(p.released, w)
 	p.mu.Unlock()
@@ -243,7 +244,7 @@ func memSupervisor(t *testing.T, cfg Config, repo *pt.Repo) (*Supervisor, *bridg
 		t.Fatal(err)
 	}
 	pkgs.made = s.runnerModules()
-	s.runtime.cur.Store(&readyRuntime{files: &runtimeFiles{key: "0123456789abcdef", root: dir}, pkgs: pkgs})
+	setRuntime(t, s, &runtimefiles.Ready[*installer]{Files: &runtimefiles.Files{Key: "0123456789abcdef", Root: dir}, Pkgs: pkgs})
 	s.learn.making = true // no learned snapshot is made here: it needs deno
 	srv, err := bridge.Listen(zap.NewNop(), 1<<20, "")
 	if err != nil {
@@ -251,6 +252,22 @@ func memSupervisor(t *testing.T, cfg Config, repo *pt.Repo) (*Supervisor, *bridg
 	}
 	t.Cleanup(func() { srv.Close() })
 	return s, srv
+}
+
+// setRuntime gives s the runtime rt, built by no deno.
+func setRuntime(t *testing.T, s *Supervisor, rt *runtimefiles.Ready[*installer]) {
+	t.Helper()
+	s.runtime = runtimefiles.NewKeeper(s.ctx, &s.wg, s.log, runtimefiles.Builds[*installer]{
+		Build:   func(context.Context, func(string)) (*runtimefiles.Ready[*installer], error) { return rt, nil },
+		Started: func(*runtimefiles.Ready[*installer]) {},
+	})
+	if !s.wg.Enter() {
+		t.Fatal("the supervisor is closed")
+	}
+	defer s.wg.Leave()
+	if _, err := s.runtime.Ensure(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // testRepo is an index with one package, tinypkg.
@@ -349,7 +366,7 @@ func TestPipelinePooled(t *testing.T) {
 func TestPipelineSwapsAWrongGuess(t *testing.T) {
 	s, srv := memSupervisor(t, Config{}, testRepo())
 	const set, otherWheel = "fedcba9876543210", "otherpkg-1.0-py3-none-any.whl"
-	s.learn.learned[set] = &learnedSet{rt: s.runtime.files(), lastUse: time.Now(), release: func() {},
+	s.learn.learned[set] = &learnedSet{rt: s.runtime.Files(), lastUse: time.Now(), release: func() {},
 		modules: map[string][]string{otherWheel: {"otherpkg"}}}
 	s.learn.guesses.Add(set, guess{key: set, tops: []string{"tinypkg"}})
 	in := &memPool{t: t, srv: srv, sets: map[string]map[string]bool{set: {otherWheel: true}}}

@@ -18,9 +18,9 @@ import (
 // hangingLauncher launches workers that never connect while hang is set:
 // the command becomes a stand-in (see TestHelperProcess) that waits on its
 // stdin, with the same pipes.
-func hangingLauncher(hang *atomic.Bool) launcher {
-	platform := platformLauncher(0)
-	return func(cmd *exec.Cmd) (process, error) {
+func hangingLauncher(hang *atomic.Bool) Launcher {
+	platform := PlatformLauncher(0)
+	return func(cmd *exec.Cmd) (Process, error) {
 		if hang.Load() {
 			stand := helperCommand("worker")
 			cmd.Path, cmd.Args, cmd.Env = stand.Path, stand.Args, stand.Env
@@ -251,7 +251,7 @@ func TestIdleWorkersKilledFromOutsideAreReplaced(t *testing.T) {
 func TestAnInterruptAheadOfTheRunStopsTheRun(t *testing.T) {
 	s, w := takeWorker(t)
 	ctx := context.Background()
-	if err := w.conn.Interrupt(ctx); err != nil {
+	if err := w.Conn.Interrupt(ctx); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second) // the idle worker evaluates a few times meanwhile

@@ -9,23 +9,23 @@ import (
 )
 
 // workerPool is the supervisor's pool, of deno workers (see package pool).
-type workerPool = pool.Pool[*worker]
+type workerPool = pool.Pool[*Worker]
 
 // The methods of pool.Worker that *worker does not have for itself.
 
 // LearnedSet is the worker's kind: the learned set of packages it started
 // from (see learn.go), "" for a plain one.
-func (w *worker) LearnedSet() string { return w.kind }
+func (w *Worker) LearnedSet() string { return w.Kind }
 
 // Ended is closed once the worker's process has ended.
-func (w *worker) Ended() <-chan struct{} { return w.exited }
+func (w *Worker) Ended() <-chan struct{} { return w.exited }
 
 // Pid is the worker process's id, for logs.
-func (w *worker) Pid() int { return w.proc.Pid() }
+func (w *Worker) Pid() int { return w.Proc.Pid() }
 
 // RestoreEnded is closed once the restore of a worker started on standby
 // has ended (see standby.go); nil for a worker started restored.
-func (w *worker) RestoreEnded() <-chan struct{} {
+func (w *Worker) RestoreEnded() <-chan struct{} {
 	if w.standby == nil {
 		return nil
 	}
@@ -33,7 +33,7 @@ func (w *worker) RestoreEnded() <-chan struct{} {
 }
 
 // Readiness says how soon w can take a call.
-func (w *worker) Readiness() pool.Readiness {
+func (w *Worker) Readiness() pool.Readiness {
 	switch {
 	case w.standby == nil || w.standby.made():
 		return pool.Restored
@@ -53,7 +53,7 @@ const pingTimeout = time.Second
 // answer at once (stopped, wedged) is replaced, and the call goes to the
 // next. Each try takes a different worker, so a pool of frozen workers
 // costs a call at most one pingTimeout a worker.
-func (s *Supervisor) takeWorker(ctx context.Context, principal, kind string) (*worker, error) {
+func (s *Supervisor) takeWorker(ctx context.Context, principal, kind string) (*Worker, error) {
 	for try := 0; ; try++ {
 		w, err := s.pool.Acquire(ctx, principal, kind, progressFrom(ctx).queued)
 		if err != nil {
@@ -65,7 +65,7 @@ func (s *Supervisor) takeWorker(ctx context.Context, principal, kind string) (*w
 		waited, err := s.awaitRestore(ctx, w)
 		if err == nil && !waited {
 			pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
-			err = w.conn.Ping(pingCtx)
+			err = w.Conn.Ping(pingCtx)
 			cancel()
 		}
 		if err == nil {

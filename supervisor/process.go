@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/permissions"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/proc"
 )
@@ -26,40 +27,40 @@ import (
 // explain its failures; the rest is only logged.
 const stderrLines = 20
 
-// process is a started worker process: the seam between the pool and the
+// Process is a started worker Process: the seam between the pool and the
 // platform. proc.Process is the real one.
-type process interface {
+type Process interface {
 	Pid() int
 	// Wait waits for the exit; it is called once.
 	Wait() error
 	// Kill ends the process at once.
 	Kill() error
 	// usage reads its memory and CPU time.
-	usage
+	Usage
 }
 
-// launcher starts a worker's command. The supervisor's is the platform's;
+// Launcher starts a worker's command. The supervisor's is the platform's;
 // tests wrap it.
-type launcher func(cmd *exec.Cmd) (process, error)
+type Launcher func(cmd *exec.Cmd) (Process, error)
 
-// platformLauncher starts workers with the platform's guards and memory cap.
-func platformLauncher(memoryLimit int64) launcher {
-	return func(cmd *exec.Cmd) (process, error) {
+// PlatformLauncher starts workers with the platform's guards and memory cap.
+func PlatformLauncher(memoryLimit int64) Launcher {
+	return func(cmd *exec.Cmd) (Process, error) {
 		return proc.Start(cmd, proc.Options{MemoryLimit: memoryLimit})
 	}
 }
 
-// worker is one deno process and its bridge connection.
-type worker struct {
-	proc     process
+// Worker is one deno process and its bridge connection.
+type Worker struct {
+	Proc     Process
 	stdin    io.Closer // the worker's lifeline: it exits when stdin ends
-	conn     *bridge.Conn
+	Conn     *bridge.Conn
 	python   string // Python version the worker reported, such as "3.14.2"
 	restored bool   // Pyodide came from the memory snapshot
-	// kind names the learned set of packages the worker's snapshot holds
+	// Kind names the learned set of packages the worker's snapshot holds
 	// loaded, with their files installed (see learn.go); "" for none.
-	kind      string
-	installed map[string]bool // the files of the packages it was started with
+	Kind      string
+	Installed map[string]bool // the files of the packages it was started with
 	// standby is set for a worker started lazily: its interpreter is made
 	// when a call, or the pool ahead of one, asks (see standby.go).
 	standby *standby
@@ -69,7 +70,7 @@ type worker struct {
 	// rt is the runtime it was started from, and lazy whether each of its
 	// runners starts on standby: a recycled worker's next runner starts as
 	// its first did.
-	rt   *runtimeFiles
+	rt   *runtimefiles.Files
 	lazy bool
 	// args is the command line it was started with, in rt.dir(): a call
 	// that changed either leaves a process that is not recycled.
@@ -81,9 +82,9 @@ type worker struct {
 	others         int
 	made, baseline int64
 	calls          int
-	// spent is set when its call was stopped from outside (time limit,
+	// Spent is set when its call was stopped from outside (time limit,
 	// memory limit, cancellation, shutdown) or failed: it is not recycled.
-	spent bool
+	Spent bool
 
 	exited   chan struct{} // closed when the process has been reaped
 	exitErr  error         // set before exited is closed
@@ -95,8 +96,8 @@ type worker struct {
 
 // newWorker watches a started process on a goroutine of g: it collects its
 // stderr, reaps it and then runs cleanup.
-func newWorker(g *tracker.Tracker, p process, stdin io.Closer, stderr io.Reader, log *zap.Logger, cleanup func()) *worker {
-	w := &worker{proc: p, stdin: stdin, exited: make(chan struct{}), released: make(chan struct{})}
+func newWorker(g *tracker.Tracker, p Process, stdin io.Closer, stderr io.Reader, log *zap.Logger, cleanup func()) *Worker {
+	w := &Worker{Proc: p, stdin: stdin, exited: make(chan struct{}), released: make(chan struct{})}
 	watch := func() {
 		w.collectStderr(stderr, log) // Wait closes the pipe: read it all first
 		w.exitErr = p.Wait()
@@ -137,14 +138,14 @@ type workerInit struct {
 	Watch []string `json:"watch,omitempty"`
 }
 
-// role is what a worker is started for.
-type role int
+// Role is what a worker is started for.
+type Role int
 
 const (
-	roleCall     role = iota // one call in a fresh interpreter, from the pool
-	roleSession              // the calls of a session, keeping their state
-	roleSnapshot             // making the memory snapshot
-	roleCompile              // compiling packages to bytecode (bytecode.go); never runs user code
+	RoleCall     Role = iota // one call in a fresh interpreter, from the pool
+	RoleSession              // the calls of a session, keeping their state
+	RoleSnapshot             // making the memory snapshot
+	RoleCompile              // compiling packages to bytecode (bytecode.go); never runs user code
 )
 
 // policy is the sandbox of a worker: it reads the runtime files it needs and
@@ -153,14 +154,14 @@ const (
 // allowed) or its neighbours' metadata services (see deniedNets). With the
 // default network it also returns the generation of this host's addresses
 // it denies (see addrWatch); else 0.
-func (s *Supervisor) policy(rt *runtimeFiles, makeSnapshot bool) (permissions.Policy, uint64) {
+func (s *Supervisor) policy(rt *runtimefiles.Files, makeSnapshot bool) (permissions.Policy, uint64) {
 	p := permissions.Policy{
-		Read:    []string{rt.pyodide},
-		Program: filepath.Dir(rt.entry),
+		Read:    []string{rt.Pyodide},
+		Program: filepath.Dir(rt.Entry),
 		Bridge:  permissions.Bridge{Addr: s.bridge.Addr(), Socket: s.bridge.Socket()},
 	}
-	if !makeSnapshot && rt.snapshot != "" {
-		p.Read = append(p.Read, rt.snapshot)
+	if !makeSnapshot && rt.Snapshot != "" {
+		p.Read = append(p.Read, rt.Snapshot)
 	}
 	var gen uint64
 	switch {
@@ -183,8 +184,8 @@ func (s *Supervisor) policy(rt *runtimeFiles, makeSnapshot bool) (permissions.Po
 // denoDir is the worker's DENO_DIR; "" gives it a private copy of the
 // runtime's code cache, removed when it exits, or none when there is no
 // code cache.
-func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDir string, lazy bool) (*worker, error) {
-	makeSnapshot := r == roleSnapshot
+func (s *Supervisor) spawn(ctx context.Context, rt *runtimefiles.Files, r Role, denoDir string, lazy bool) (*Worker, error) {
+	makeSnapshot := r == RoleSnapshot
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
 	defer cancel()
 
@@ -193,31 +194,31 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 	defer withdraw()
 
 	policy, netGen := s.policy(rt, makeSnapshot)
-	if r == roleCompile {
+	if r == RoleCompile {
 		policy.Network, netGen = permissions.Network{}, 0 // a compile reaches nothing
 	}
 	private := ""
 	if denoDir == "" {
-		denoDir = rt.noDenoDir
-		if rt.codeCache != "" {
+		denoDir = rt.NoDenoDir
+		if rt.CodeCache != "" {
 			var err error
-			if private, err = privateDenoDir(s.run, rt.codeCache); err != nil {
+			if private, err = runtimefiles.PrivateDenoDir(s.run, rt.CodeCache); err != nil {
 				return nil, err
 			}
 			denoDir = private
 		}
 	}
-	policy.CodeCache = denoDir != rt.noDenoDir
+	policy.CodeCache = denoDir != rt.NoDenoDir
 	removePrivate := func() {
 		if private != "" {
 			_ = os.RemoveAll(private)
 		}
 	}
-	init := workerInit{Type: "init", Pyodide: rt.pyodide, MakeSnapshot: makeSnapshot, OutputLimit: s.cfg.OutputLimit, ErrorLimit: s.errorLimit(), Session: r == roleSession, Lazy: lazy}
+	init := workerInit{Type: "init", Pyodide: rt.Pyodide, MakeSnapshot: makeSnapshot, OutputLimit: s.cfg.OutputLimit, ErrorLimit: s.errorLimit(), Session: r == RoleSession, Lazy: lazy}
 	if !makeSnapshot {
-		init.Snapshot = rt.snapshot
+		init.Snapshot = rt.Snapshot
 	}
-	if r == roleCall || r == roleSession {
+	if r == RoleCall || r == RoleSession {
 		init.Watch = s.watched()
 	}
 	config, err := json.Marshal(workerConfig{
@@ -232,9 +233,9 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 	}
 
 	args := append([]string{"run", v8Flags}, permissions.Flags(policy)...)
-	cmd := exec.Command(s.cfg.Deno, append(args, rt.entry)...)
-	cmd.Env = denoEnv(denoDir)
-	cmd.Dir = rt.dir()
+	cmd := exec.Command(s.cfg.Deno, append(args, rt.Entry)...)
+	cmd.Env = runtimefiles.DenoEnv(denoDir)
+	cmd.Dir = rt.Dir()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		removePrivate()
@@ -251,7 +252,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 		return nil, fmt.Errorf("start deno: %w", err)
 	}
 	log := s.log.With(zap.Int("pid", p.Pid()))
-	if r == roleCompile {
+	if r == RoleCompile {
 		// A compile is background work: calls come first (bytecode.go).
 		if err := proc.Background(p.Pid()); err != nil {
 			log.Debug("a compile worker keeps its CPU priority", zap.Error(err))
@@ -264,7 +265,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 	_, _ = stdin.Write(append(config, '\n'))
 
 	select {
-	case w.conn = <-connected:
+	case w.Conn = <-connected:
 	case <-w.exited:
 		<-w.released
 		return nil, fmt.Errorf("worker exited before connecting: %s (%s)", w.ExitStatus(), w.StderrTail())
@@ -273,13 +274,13 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 		return nil, fmt.Errorf("worker did not connect: %w (%s)", context.Cause(ctx), w.StderrTail())
 	}
 	w.rt, w.lazy, w.args = rt, lazy, cmd.Args
-	if r == roleCall || r == roleSession {
+	if r == RoleCall || r == RoleSession {
 		if err := s.awaitRunner(ctx, w); err != nil {
 			return nil, err
 		}
 		return w, nil
 	}
-	ready, err := w.conn.Ready(ctx)
+	ready, err := w.Conn.Ready(ctx)
 	if err != nil {
 		w.Kill()
 		return nil, fmt.Errorf("worker did not get ready: %w (%s)", err, w.StderrTail())
@@ -289,30 +290,30 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimeFiles, r role, denoDi
 		// Its one big frame is the snapshot: the whole wasm memory, which
 		// imports of --deps can grow past the bridge's limit. No user code
 		// runs in this worker.
-		w.conn.SetReadLimit(maxSnapshotSize)
+		w.Conn.SetReadLimit(maxSnapshotSize)
 		return w, nil
 	}
 	// A compile worker's one big frame is a wheel's bytecode, which
 	// bytecodeLimit bounds; it needs none of a serving worker's packages.
 	w.python = ready.Python
-	w.conn.SetReadLimit(maxBytecode + 1<<20)
-	_ = proc.Background(w.proc.Pid()) // the threads made since its start too
+	w.Conn.SetReadLimit(maxBytecode + 1<<20)
+	_ = proc.Background(w.Proc.Pid()) // the threads made since its start too
 	return w, nil
 }
 
 // awaitRunner waits for w's runner, new in its process or recycled (see
 // recycle.go), to be on standby, or ready and then fit for calls (see
 // serving). On error w is killed.
-func (s *Supervisor) awaitRunner(ctx context.Context, w *worker) error {
+func (s *Supervisor) awaitRunner(ctx context.Context, w *Worker) error {
 	if w.lazy {
-		if err := w.conn.Standby(ctx); err != nil {
+		if err := w.Conn.Standby(ctx); err != nil {
 			w.Kill()
 			return fmt.Errorf("worker did not get ready: %w (%s)", err, w.StderrTail())
 		}
 		w.standby = &standby{done: make(chan struct{})}
 		return nil
 	}
-	ready, err := w.conn.Ready(ctx)
+	ready, err := w.Conn.Ready(ctx)
 	if err != nil {
 		w.Kill()
 		return fmt.Errorf("worker did not get ready: %w (%s)", err, w.StderrTail())
@@ -322,21 +323,21 @@ func (s *Supervisor) awaitRunner(ctx context.Context, w *worker) error {
 
 // serving makes a worker whose interpreter is ready fit for calls: the
 // limits of a serving worker, and the --deps files. On error w is killed.
-func (s *Supervisor) serving(ctx context.Context, w *worker, ready bridge.ReadyFrame) error {
+func (s *Supervisor) serving(ctx context.Context, w *Worker, ready bridge.ReadyFrame) error {
 	rt := w.rt
 	w.python, w.restored = ready.Python, ready.Snapshot
-	if !w.restored && rt.snapshot != "" {
-		s.runtime.remakeSnapshot(rt) // the restore failed: the snapshot is stale or damaged
+	if !w.restored && rt.Snapshot != "" {
+		s.runtime.RemakeSnapshot(rt) // the restore failed: the snapshot is stale or damaged
 	}
-	w.conn.SetReadLimit(s.servingReadLimit())
-	s.log.Debug("worker ready", zap.Int("pid", w.proc.Pid()), zap.Bool("snapshot", ready.Snapshot), zap.String("python", ready.Python))
+	w.Conn.SetReadLimit(s.servingReadLimit())
+	s.log.Debug("worker ready", zap.Int("pid", w.Proc.Pid()), zap.Bool("snapshot", ready.Snapshot), zap.String("python", ready.Python))
 	if s.pool.Recycles() {
-		w.made, _ = w.proc.Memory(ctx) // 0, and no bound, if it cannot be read
+		w.made, _ = w.Proc.Memory(ctx) // 0, and no bound, if it cannot be read
 	}
-	if rt.deps != nil {
+	if rt.Deps != nil {
 		// Restored, the interpreter has the packages loaded but not their
-		// files, which are no part of the wasm memory (see depsSet).
-		if err := w.conn.Install(ctx, rt.deps.wheels); err != nil {
+		// files, which are no part of the wasm memory (see runtimefiles.Deps).
+		if err := w.Conn.Install(ctx, rt.Deps.Wheels); err != nil {
 			w.Kill()
 			return fmt.Errorf("worker could not install --deps: %w (%s)", err, w.StderrTail())
 		}
@@ -387,7 +388,7 @@ const maxStderrLine = 1000
 // collectStderr logs what deno prints and keeps the last lines, until the
 // pipe ends. User code can print there too (through `import js`), so lines
 // are logged at debug level only, and cut to maxStderrLine bytes.
-func (w *worker) collectStderr(r io.Reader, log *zap.Logger) {
+func (w *Worker) collectStderr(r io.Reader, log *zap.Logger) {
 	for line := range stderrLinesOf(r, maxStderrLine) {
 		log.Debug("worker stderr", zap.String("line", line))
 		w.mu.Lock()
@@ -436,7 +437,7 @@ func stderrLinesOf(r io.Reader, limit int) iter.Seq[string] {
 
 // StderrTail is the last lines the process wrote to stderr, for errors
 // and logs.
-func (w *worker) StderrTail() string {
+func (w *Worker) StderrTail() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.stderr) == 0 {
@@ -447,17 +448,17 @@ func (w *worker) StderrTail() string {
 
 // Kill stops the worker for good: the only stop a busy Deno worker obeys.
 // It returns once the process is reaped and cleanup has run.
-func (w *worker) Kill() {
-	if w.conn != nil {
-		w.conn.Close()
+func (w *Worker) Kill() {
+	if w.Conn != nil {
+		w.Conn.Close()
 	}
 	_ = w.stdin.Close()
-	_ = w.proc.Kill()
+	_ = w.Proc.Kill()
 	<-w.released
 }
 
 // Dead reports whether the process has ended.
-func (w *worker) Dead() bool {
+func (w *Worker) Dead() bool {
 	select {
 	case <-w.exited:
 		return true
@@ -467,4 +468,4 @@ func (w *worker) Dead() bool {
 }
 
 // ExitStatus describes how the process ended, once it has.
-func (w *worker) ExitStatus() string { return proc.Describe(w.exitErr) }
+func (w *Worker) ExitStatus() string { return proc.Describe(w.exitErr) }

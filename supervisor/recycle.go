@@ -107,7 +107,7 @@ var errLeftover = errors.New("the last call left something of its own in the pro
 // recycle ends the runner of w, whose call is over, and starts a new one in
 // the same process, for the next call: see the top of this file. On error
 // the worker is not fit for another call, and the pool kills it.
-func (s *Supervisor) recycle(ctx context.Context, w *worker) error {
+func (s *Supervisor) recycle(ctx context.Context, w *Worker) error {
 	w.calls++
 	if w.calls == 2 {
 		w.baseline = w.made // the first recycled runner's
@@ -115,19 +115,19 @@ func (s *Supervisor) recycle(ctx context.Context, w *worker) error {
 	switch {
 	case w.Dead():
 		return errors.New("its process has ended")
-	case w.spent:
+	case w.Spent:
 		return errors.New("its call was stopped or failed")
 	case w.calls >= maxCallsPerProcess:
 		return fmt.Errorf("its process served %d calls", w.calls)
 	case w.calls > 2 && w.made > w.baseline+maxGrowth:
 		return fmt.Errorf("its interpreters grew from %d to %d bytes resident", w.baseline, w.made)
-	case w.rt != s.runtime.current().files && w.rt != s.learn.runtime(w.kind):
+	case w.rt != s.runtime.Current().Files && w.rt != s.learn.runtime(w.Kind):
 		return errors.New("its runtime was replaced")
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
 	defer cancel()
 	began := time.Now()
-	if err := w.conn.Recycle(ctx, bridge.NewSecret()); err != nil {
+	if err := w.Conn.Recycle(ctx, bridge.NewSecret()); err != nil {
 		return fmt.Errorf("recycle: %w", err)
 	}
 	// The old runner's thread ends as the new runner starts.
@@ -145,7 +145,7 @@ func (s *Supervisor) recycle(ctx context.Context, w *worker) error {
 	// Not one of s.wg's, which takes none once Close has begun: this call
 	// waits for it, and censusWait bounds it.
 	go func() {
-		got, err := awaitCensus(ctx, w.proc.Pid(), want, censusWait)
+		got, err := awaitCensus(ctx, w.Proc.Pid(), want, censusWait)
 		done <- counted{got, time.Since(began), err}
 	}()
 	err := s.awaitRunner(ctx, w)
@@ -157,13 +157,13 @@ func (s *Supervisor) recycle(ctx context.Context, w *worker) error {
 	}
 	started := time.Since(began)
 	c := <-done
-	s.log.Debug("worker recycled", zap.Int("pid", w.proc.Pid()), zap.Duration("runner", started), zap.Duration("census", c.took))
+	s.log.Debug("worker recycled", zap.Int("pid", w.Proc.Pid()), zap.Duration("runner", started), zap.Duration("census", c.took))
 	if c.err == nil {
 		// No code of the call runs any longer: what it changed stays.
 		c.err = checkChanged(w)
 	}
 	if errors.Is(c.err, errLeftover) {
-		s.log.Warn("a worker process is killed for what a call left in it", zap.Int("pid", w.proc.Pid()), zap.Error(c.err))
+		s.log.Warn("a worker process is killed for what a call left in it", zap.Int("pid", w.Proc.Pid()), zap.Error(c.err))
 	}
 	if c.err != nil {
 		return c.err
@@ -179,8 +179,8 @@ func (s *Supervisor) recycle(ctx context.Context, w *worker) error {
 
 // checkChanged returns an error if the call changed w's process as a whole:
 // what it changed would be the next call's.
-func checkChanged(w *worker) error {
-	what, err := proc.Changed(w.proc.Pid(), w.rt.dir(), w.args)
+func checkChanged(w *Worker) error {
+	what, err := proc.Changed(w.Proc.Pid(), w.rt.Dir(), w.args)
 	switch {
 	case err != nil:
 		return fmt.Errorf("read the worker's state: %w", err)

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/proc"
 )
 
@@ -67,21 +68,21 @@ func TestAwaitCensus(t *testing.T) {
 // refused before anything is sent to it.
 func TestRecycleRetires(t *testing.T) {
 	s, _ := memSupervisor(t, Config{}, testRepo())
-	current := s.runtime.current().files
+	current := s.runtime.Current().Files
 	tests := []struct {
 		name string
-		set  func(w *worker)
+		set  func(w *Worker)
 		want string
 	}{
-		{"ended", func(w *worker) { close(w.exited) }, "has ended"},
-		{"stopped", func(w *worker) { w.spent = true }, "stopped or failed"},
-		{"served its calls", func(w *worker) { w.calls = maxCallsPerProcess - 1 }, "served 100 calls"},
-		{"grew", func(w *worker) { w.calls, w.baseline, w.made = 2, 200<<20, 200<<20+maxGrowth+1 }, "grew"},
-		{"its runtime replaced", func(w *worker) { w.rt = &runtimeFiles{key: "fedcba9876543210"} }, "runtime was replaced"},
+		{"ended", func(w *Worker) { close(w.exited) }, "has ended"},
+		{"stopped", func(w *Worker) { w.Spent = true }, "stopped or failed"},
+		{"served its calls", func(w *Worker) { w.calls = maxCallsPerProcess - 1 }, "served 100 calls"},
+		{"grew", func(w *Worker) { w.calls, w.baseline, w.made = 2, 200<<20, 200<<20+maxGrowth+1 }, "grew"},
+		{"its runtime replaced", func(w *Worker) { w.rt = &runtimefiles.Files{Key: "fedcba9876543210"} }, "runtime was replaced"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := &worker{proc: &fakeProc{killed: make(chan struct{})}, exited: make(chan struct{}), rt: current}
+			w := &Worker{Proc: &fakeProc{killed: make(chan struct{})}, exited: make(chan struct{}), rt: current}
 			tt.set(w)
 			err := s.recycle(context.Background(), w)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -90,7 +91,7 @@ func TestRecycleRetires(t *testing.T) {
 		})
 	}
 	// Growth within the bound is no reason: the check after it decides.
-	w := &worker{proc: &fakeProc{killed: make(chan struct{})}, exited: make(chan struct{}), rt: &runtimeFiles{key: "fedcba9876543210"}}
+	w := &Worker{Proc: &fakeProc{killed: make(chan struct{})}, exited: make(chan struct{}), rt: &runtimefiles.Files{Key: "fedcba9876543210"}}
 	w.calls, w.baseline, w.made = 2, 200<<20, 200<<20+maxGrowth
 	if err := s.recycle(context.Background(), w); err == nil || !strings.Contains(err.Error(), "runtime was replaced") {
 		t.Errorf("recycle of a worker within its growth = %v, want its runtime as the reason", err)

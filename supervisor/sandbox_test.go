@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/permissions"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
 )
 
 // TestCallsLeaveDenoDirAlone checks that workers write nothing into the
@@ -35,13 +36,13 @@ func TestCallsLeaveDenoDirAlone(t *testing.T) {
 			t.Fatalf("copy the cache's %s: %v", dir, err)
 		}
 	}
-	denoDir := layout{private}.denoDir()
+	denoDir := runtimefiles.Layout{Root: private}.DenoDir()
 	if err := os.MkdirAll(denoDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	s := start(t, Config{Workers: 1, CacheDir: private})
 	// The code cache template that workers copy must not change either.
-	codeCache := s.runtime.files().codeCache
+	codeCache := s.runtime.Files().CodeCache
 	if codeCache == "" {
 		t.Fatal("no code cache template")
 	}
@@ -84,36 +85,6 @@ v`, url)
 	run(t, s, "import js\ntry:\n    await js.caches.open('left-for-the-next-call')\nexcept Exception as e:\n    print(e)")
 	if after := append(tree(t, denoDir), tree(t, codeCache)...); !slices.Equal(before, after) {
 		t.Errorf("DENO_DIR changed during calls:\nbefore: %q\n after: %q", before, after)
-	}
-}
-
-func TestPrivateDenoDir(t *testing.T) {
-	template := t.TempDir()
-	for name, data := range map[string]string{"v8_code_cache_v2": "code", "gen/file/x.js": "js"} {
-		path := filepath.Join(template, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run := &runDir{path: t.TempDir()}
-	dir, err := privateDenoDir(run, template)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if filepath.Dir(dir) != run.path {
-		t.Errorf("the copy is at %s, not in the run directory %s", dir, run.path)
-	}
-	for name, want := range map[string]string{"v8_code_cache_v2": "code", "gen/file/x.js": "js", "location_data": ""} {
-		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(got) != want {
-			t.Errorf("%s in the copy: %q, %v; want %q", name, got, err, want)
-		}
-	}
-	// The Cache API cannot make its directory under a file.
-	if err := os.MkdirAll(filepath.Join(dir, "location_data", "web_cache"), 0o755); err == nil {
-		t.Error("a directory could be made under location_data")
 	}
 }
 
@@ -171,7 +142,7 @@ func TestPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	rt := &runtimeFiles{entry: "/c/js/v/worker.ts", pyodide: "/c/pyodide", snapshot: "/c/snap.bin"}
+	rt := &runtimefiles.Files{Entry: "/c/js/v/worker.ts", Pyodide: "/c/pyodide", Snapshot: "/c/snap.bin"}
 	host := &fakeAddrs{addrs: []net.Addr{ipnet(t, "127.0.0.1/8"), ipnet(t, "192.168.7.7/24")}}
 	own := []netip.Addr{netip.MustParseAddr("192.168.7.7")}
 	tests := []struct {
@@ -193,7 +164,7 @@ func TestPolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &Supervisor{cfg: tt.cfg, bridge: b, addrs: newAddrWatch(host.read, zap.NewNop(), nil)}
+			s := &Supervisor{cfg: tt.cfg, bridge: b, addrs: NewAddrWatch(host.read, zap.NewNop(), nil)}
 			want := tt.want
 			want.Program, want.Bridge = filepath.FromSlash("/c/js/v"), permissions.Bridge{Addr: b.Addr(), Socket: b.Socket()}
 			got, gen := s.policy(rt, tt.makeSnapshot)

@@ -29,7 +29,7 @@ type Session struct {
 	why  error         // why it ended, if it was lost; set before done is closed
 
 	// Guarded by turn.
-	w         *worker
+	w         *Worker
 	installed map[string]bool // package files installed so far
 	mounted   bool            // the mounts have been put
 	lost      error           // why the worker is gone, once it is
@@ -42,14 +42,14 @@ func (s *Supervisor) NewSession(ctx context.Context) (*Session, error) {
 		return nil, errClosed
 	}
 	defer s.wg.Leave()
-	if _, err := s.runtime.ensure(ctx, nil); err != nil {
+	if _, err := s.runtime.Ensure(ctx, nil); err != nil {
 		return nil, err
 	}
 	// Close stops the start rather than wait for it.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(s.ctx, cancel)()
-	w, err := s.startWorker(ctx, roleSession, "")
+	w, err := s.startWorker(ctx, RoleSession, "")
 	if err != nil {
 		if s.ctx.Err() != nil {
 			return nil, errClosed
@@ -60,8 +60,8 @@ func (s *Supervisor) NewSession(ctx context.Context) (*Session, error) {
 }
 
 // addSession makes a session of a started worker and watches it.
-func (s *Supervisor) addSession(w *worker) (*Session, error) {
-	ss := &Session{s: s, turn: make(chan struct{}, 1), done: make(chan struct{}), w: w, installed: s.runtime.files().preinstalled()}
+func (s *Supervisor) addSession(w *Worker) (*Session, error) {
+	ss := &Session{s: s, turn: make(chan struct{}, 1), done: make(chan struct{}), w: w, installed: s.runtime.Files().Preinstalled()}
 	s.sessionsMu.Lock()
 	defer s.sessionsMu.Unlock()
 	if s.ctx.Err() != nil {
@@ -69,7 +69,7 @@ func (s *Supervisor) addSession(w *worker) (*Session, error) {
 		return nil, errClosed
 	}
 	s.sessions[ss] = struct{}{}
-	s.wg.Go(func() { ss.watch(s.ctx, w.proc, s.idleLimits()) })
+	s.wg.Go(func() { ss.watch(s.ctx, w.Proc, s.idleLimits()) })
 	return ss, nil
 }
 
@@ -151,7 +151,7 @@ func (ss *Session) end(why error) {
 	s.sessionsMu.Unlock()
 	if live {
 		ss.w.Kill()
-		s.log.Debug("session ended", zap.Int("pid", ss.w.proc.Pid()))
+		s.log.Debug("session ended", zap.Int("pid", ss.w.Proc.Pid()))
 	}
 }
 

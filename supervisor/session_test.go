@@ -78,7 +78,7 @@ func TestSessionKilledIsLost(t *testing.T) {
 		{name: "time limit, interrupt ignored", code: "while True:\n    try:\n        while True: pass\n    except KeyboardInterrupt: pass",
 			want: "killed with its worker"},
 		{name: "os._exit", code: "import os; os._exit(1)", want: "exited with status 1"},
-		{name: "killed while idle", kill: func(t *testing.T, ss *Session) { killPid(t, ss.w.proc.Pid()) }},
+		{name: "killed while idle", kill: func(t *testing.T, ss *Session) { killPid(t, ss.w.Proc.Pid()) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

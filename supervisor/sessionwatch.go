@@ -30,30 +30,30 @@ const sessionWatchEvery = 50 * time.Millisecond
 // three of memory (on Linux), and the bound is over seconds.
 const sessionCPUEvery = 250 * time.Millisecond
 
-// usage reads what a worker's process uses: process is one.
-type usage interface {
+// Usage reads what a worker's process uses: process is one.
+type Usage interface {
 	// Memory returns the resident bytes.
 	Memory(ctx context.Context) (int64, error)
 	// CPUTime returns the CPU time used so far.
 	CPUTime(ctx context.Context) (time.Duration, error)
 }
 
-// idleLimits bound a session's worker while no call runs.
-type idleLimits struct {
-	memory int64   // resident bytes; 0 for no bound
-	cpu    float64 // share of one core, on average; 0 for no bound
+// IdleLimits bound a session's worker while no call runs.
+type IdleLimits struct {
+	Memory int64   // resident bytes; 0 for no bound
+	CPU    float64 // share of one core, on average; 0 for no bound
 }
 
 // idleLimits returns the bounds of the supervisor's sessions between calls.
-func (s *Supervisor) idleLimits() idleLimits {
-	return idleLimits{memory: s.cfg.MemoryLimit, cpu: max(s.cfg.SessionIdleCPU, 0)}
+func (s *Supervisor) idleLimits() IdleLimits {
+	return IdleLimits{Memory: s.cfg.MemoryLimit, CPU: max(s.cfg.SessionIdleCPU, 0)}
 }
 
-// cpuBudget is a token bucket of CPU time: it fills at share of a core up
+// CPUBudget is a token bucket of CPU time: it fills at share of a core up
 // to share × sessionCPUWindow, and each reading takes out the CPU time used
 // since the last. Only time between calls counts: restart drops the
 // reading a call's CPU time would be measured from.
-type cpuBudget struct {
+type CPUBudget struct {
 	share float64
 	left  time.Duration // what may still be used at once
 	at    time.Time     // when the last reading was taken
@@ -66,8 +66,8 @@ type cpuBudget struct {
 	used  time.Duration
 }
 
-func newCPUBudget(share float64) *cpuBudget {
-	return &cpuBudget{share: share, left: burst(share)}
+func NewCPUBudget(share float64) *CPUBudget {
+	return &CPUBudget{share: share, left: burst(share)}
 }
 
 // burst is the CPU time a worker may use at once at share.
@@ -76,16 +76,16 @@ func burst(share float64) time.Duration {
 }
 
 // due reports whether a reading is due at now.
-func (b *cpuBudget) due(now time.Time) bool {
+func (b *CPUBudget) due(now time.Time) bool {
 	return !b.fresh || now.Sub(b.at) >= sessionCPUEvery
 }
 
-// restart is called when a call ran since the last reading.
-func (b *cpuBudget) restart() { b.fresh = false }
+// Restart is called when a call ran since the last reading.
+func (b *CPUBudget) Restart() { b.fresh = false }
 
 // spend takes a reading, cpu at now, and reports whether the worker has
 // used more than its budget.
-func (b *cpuBudget) spend(now time.Time, cpu time.Duration) bool {
+func (b *CPUBudget) spend(now time.Time, cpu time.Duration) bool {
 	if b.since.IsZero() {
 		b.since = now
 	}
@@ -105,10 +105,10 @@ func (b *cpuBudget) spend(now time.Time, cpu time.Duration) bool {
 // or ends while idle. It returns when the session ends. A reading takes the
 // session's turn, so that no call starts between a reading over a limit
 // and the kill; a call holding the turn is watched by the call.
-func (ss *Session) watch(ctx context.Context, u usage, limits idleLimits) {
+func (ss *Session) watch(ctx context.Context, u Usage, limits IdleLimits) {
 	tick := time.NewTicker(sessionWatchEvery)
 	defer tick.Stop()
-	budget := newCPUBudget(limits.cpu)
+	budget := NewCPUBudget(limits.CPU)
 	runs := 0
 	warned := false
 	for {
@@ -130,18 +130,18 @@ func (ss *Session) watch(ctx context.Context, u usage, limits idleLimits) {
 			return
 		case <-tick.C:
 		}
-		if limits == (idleLimits{}) {
+		if limits == (IdleLimits{}) {
 			continue // watched for an exit only
 		}
 		select {
 		case ss.turn <- struct{}{}:
 		default: // a call runs
-			budget.restart()
+			budget.Restart()
 			continue
 		}
 		if ss.runs != runs {
 			runs = ss.runs
-			budget.restart()
+			budget.Restart()
 		}
 		why, err := ss.check(ctx, u, limits, budget)
 		if why != nil && ss.lost == nil {
@@ -149,31 +149,31 @@ func (ss *Session) watch(ctx context.Context, u usage, limits idleLimits) {
 		}
 		<-ss.turn
 		if why != nil {
-			ss.s.log.Info("a session's worker was killed between calls", zap.Int("pid", ss.w.proc.Pid()), zap.Error(why))
+			ss.s.log.Info("a session's worker was killed between calls", zap.Int("pid", ss.w.Proc.Pid()), zap.Error(why))
 			ss.end(why)
 			return
 		}
 		if err != nil && !warned && !ss.w.Dead() {
 			warned = true
-			ss.s.log.Warn("cannot read a session worker's use: its limits between calls are not enforced while this lasts", zap.Int("pid", ss.w.proc.Pid()), zap.Error(err))
+			ss.s.log.Warn("cannot read a session worker's use: its limits between calls are not enforced while this lasts", zap.Int("pid", ss.w.Proc.Pid()), zap.Error(err))
 		}
 	}
 }
 
 // check reads the worker once and returns why it must end, if it must.
 // The error is a failed reading.
-func (ss *Session) check(ctx context.Context, u usage, limits idleLimits, budget *cpuBudget) (why, err error) {
-	if limits.memory > 0 {
+func (ss *Session) check(ctx context.Context, u Usage, limits IdleLimits, budget *CPUBudget) (why, err error) {
+	if limits.Memory > 0 {
 		resident, err := u.Memory(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if resident > limits.memory {
+		if resident > limits.Memory {
 			return fmt.Errorf("its worker was killed between calls: it used %s of memory, more than the %s limit",
-				humanize.IBytes(uint64(resident)), humanize.IBytes(uint64(limits.memory))), nil
+				humanize.IBytes(uint64(resident)), humanize.IBytes(uint64(limits.Memory))), nil
 		}
 	}
-	if now := time.Now(); limits.cpu > 0 && budget.due(now) {
+	if now := time.Now(); limits.CPU > 0 && budget.due(now) {
 		cpu, err := u.CPUTime(ctx)
 		if err != nil {
 			return nil, err
@@ -181,7 +181,7 @@ func (ss *Session) check(ctx context.Context, u usage, limits idleLimits, budget
 		if budget.spend(now, cpu) {
 			return fmt.Errorf("its worker was killed between calls: it used %s of CPU time while no call ran, within the last %s, "+
 				"more than a session may then (%.3g of a core on average, %s at once)",
-				budget.used.Round(time.Millisecond), time.Since(budget.since).Round(time.Millisecond), limits.cpu, burst(limits.cpu)), nil
+				budget.used.Round(time.Millisecond), time.Since(budget.since).Round(time.Millisecond), limits.CPU, burst(limits.CPU)), nil
 		}
 	}
 	return nil, nil

@@ -35,7 +35,7 @@ func (sb *standby) made() bool {
 
 // restore makes w's interpreter in the background, unless that has begun.
 // A worker that fails to restore is killed: the pool replaces it.
-func (s *Supervisor) restore(w *worker) {
+func (s *Supervisor) restore(w *Worker) {
 	sb := w.standby
 	if !sb.asked.CompareAndSwap(false, true) {
 		return
@@ -45,14 +45,14 @@ func (s *Supervisor) restore(w *worker) {
 		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.StartTimeout)
 		defer cancel()
 		start := time.Now()
-		ready, err := w.conn.Restore(ctx)
+		ready, err := w.Conn.Restore(ctx)
 		if err != nil {
 			w.Kill()
 			sb.err = fmt.Errorf("restore: %w (%s)", err, w.StderrTail())
 			return
 		}
 		sb.err = s.serving(ctx, w, ready)
-		s.log.Debug("worker restored", zap.Int("pid", w.proc.Pid()), zap.Duration("took", time.Since(start)), zap.Error(sb.err))
+		s.log.Debug("worker restored", zap.Int("pid", w.Proc.Pid()), zap.Duration("took", time.Since(start)), zap.Error(sb.err))
 	})
 }
 
@@ -65,12 +65,12 @@ const restoreWait = 4 * time.Second
 // awaitRestore makes w's interpreter, if it is on standby and nobody has
 // asked yet, and waits until it is made. It reports whether it waited: a
 // worker that has just answered needs no ping.
-func (s *Supervisor) awaitRestore(ctx context.Context, w *worker) (bool, error) {
+func (s *Supervisor) awaitRestore(ctx context.Context, w *Worker) (bool, error) {
 	if w.standby == nil || w.standby.made() {
 		return false, nil
 	}
 	s.restore(w)
-	if err := awaitWorking(ctx, w.standby.done, w.proc, restoreWait); err != nil {
+	if err := awaitWorking(ctx, w.standby.done, w.Proc, restoreWait); err != nil {
 		return true, err
 	}
 	return true, w.standby.err
@@ -81,7 +81,7 @@ func (s *Supervisor) awaitRestore(ctx context.Context, w *worker) (bool, error) 
 // waited for (within ctx and the restore's own start timeout), while a
 // process that is stopped is given up after one period. A process whose CPU
 // time cannot be read gets one period.
-func awaitWorking(ctx context.Context, done <-chan struct{}, u usage, every time.Duration) error {
+func awaitWorking(ctx context.Context, done <-chan struct{}, u Usage, every time.Duration) error {
 	last, err := u.CPUTime(ctx)
 	tick := time.NewTicker(every)
 	defer tick.Stop()

@@ -69,7 +69,7 @@ func TestStderrDrained(t *testing.T) {
 			wr.Close()
 			written <- err
 		}()
-		w := &worker{}
+		w := &Worker{}
 		go w.collectStderr(r, zap.NewNop())
 		synctest.Wait()
 		select {

@@ -3,9 +3,10 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/js"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/pool"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/mount"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
@@ -107,7 +109,7 @@ type Config struct {
 	// (worker programs, Pyodide installs, memory snapshots, package files
 	// and index pages: see package cachedir). Past it the supervisor
 	// removes the least recently used, never one that this or another
-	// server uses (see cachelimit.go). 0 means no limit.
+	// server uses (see runtimefiles.Cache). 0 means no limit.
 	CacheLimit int64
 
 	// Fatal, if not nil, hears why the runtime's first preparation failed
@@ -201,7 +203,7 @@ type Health struct {
 //
 // The Supervisor keeps the lifecycle (New, Start, Warmup, Close, and the
 // tracker of what runs); a call goes through the steps of pipeline.go, in
-// a pooled worker or a Session's; the runtime is its runtimeKeeper's.
+// a pooled worker or a Session's; the runtime is its Keeper's (package runtimefiles).
 type Supervisor struct {
 	cfg     Config
 	log     *zap.Logger
@@ -214,10 +216,11 @@ type Supervisor struct {
 	// starts, and admits no call once Close has begun: Close waits for it.
 	wg tracker.Tracker
 
-	runtime *runtimeKeeper // prepares, repairs and hands out the runtime
-	bridge  *bridge.Server // set by the runtime's first build
-	run     *runDir        // set with the bridge: this server's temporary files
-	launch  launcher       // starts worker processes
+	runtime *runtimefiles.Keeper[*installer] // prepares, repairs and hands out the runtime
+	maker   *runtimefiles.Maker              // makes the runtime's files and snapshots
+	bridge  *bridge.Server                   // set by the runtime's first build
+	run     *runtimefiles.RunDir             // set with the bridge: this server's temporary files
+	launch  Launcher                         // starts worker processes
 	pool    *workerPool
 	learn   *learner
 	memOnce sync.Once // the first worker's memory has been read
@@ -225,10 +228,10 @@ type Supervisor struct {
 	sessionsMu sync.Mutex
 	sessions   map[*Session]struct{} // live sessions
 
-	cache cacheUse // the cache entries held, and their pruning (cachelimit.go)
+	cache *runtimefiles.Cache // the cache entries held, and their pruning
 	// addrs follows this host's addresses for the default network's deny
 	// list (netdeny.go); nil for other networks.
-	addrs *addrWatch
+	addrs *AddrWatch
 
 	mounts []*mount.Folder // cfg.Mounts, each pinned to its folder at New
 }
@@ -252,13 +255,17 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 	for _, m := range cfg.Mounts {
 		s.mounts = append(s.mounts, mount.Pin(m))
 	}
-	s.runtime = &runtimeKeeper{ctx: ctx, wg: &s.wg, log: log, turn: make(chan struct{}, 1),
-		build: s.buildRuntime, started: s.runtimeStarted, rebuild: s.rebuildRuntime, remake: s.remakeSnapshot}
+	s.maker = &runtimefiles.Maker{Deno: cfg.Deno, CacheDir: cfg.CacheDir, Log: log, Check: s.checkPolicy, Snapshot: s.snapshotOf}
+	s.runtime = runtimefiles.NewKeeper(ctx, &s.wg, log, runtimefiles.Builds[*installer]{
+		Build: s.buildRuntime, Started: s.runtimeStarted, Rebuild: s.rebuildRuntime,
+		Remake: func(rt *runtimefiles.Files) { s.maker.RemakeSnapshot(ctx, rt) },
+	})
+	s.cache = runtimefiles.NewCache(ctx, &s.wg, log, cfg.CacheDir, cfg.CacheLimit, s.runtime.Files)
 	s.learn = newLearner()
 	s.metrics = newMetrics(s, cfg.Metrics, log)
-	s.launch = platformLauncher(cfg.MemoryLimit)
-	hooks := pool.Hooks[*worker]{
-		Start:   func(ctx context.Context, kind string) (*worker, error) { return s.startWorker(ctx, roleCall, kind) },
+	s.launch = PlatformLauncher(cfg.MemoryLimit)
+	hooks := pool.Hooks[*Worker]{
+		Start:   func(ctx context.Context, kind string) (*Worker, error) { return s.startWorker(ctx, RoleCall, kind) },
 		Restore: s.restore,
 		Hot:     s.learn.hot,
 	}
@@ -267,8 +274,8 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 		hooks.Recycle = s.recycle
 	}
 	if cfg.Networking && len(cfg.AllowNet) == 0 {
-		s.addrs = newAddrWatch(net.InterfaceAddrs, log, func() { s.pool.RetireStale() })
-		hooks.Stale = func(w *worker) bool { return s.addrs.stale(w.netGen) }
+		s.addrs = NewAddrWatch(net.InterfaceAddrs, log, func() { s.pool.RetireStale() })
+		hooks.Stale = func(w *Worker) bool { return s.addrs.Stale(w.netGen) }
 	}
 	s.pool = pool.New(ctx, pool.Config{Workers: cfg.Workers, Warm: cfg.Warm, Queue: cfg.Queue, QueueTimeout: cfg.QueueTimeout,
 		PerPrincipal: max(cfg.MaxCallsPerPrincipal, 0)}, hooks, &s.wg, log, s.metrics.restarts, s.metrics.poolWait)
@@ -280,9 +287,9 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 // server, and again when they go missing as the worker starts (see
 // startAttempts). A kind names a learned set of packages (see learn.go) to
 // start the worker from; one that is gone or broken gives a plain worker.
-func (s *Supervisor) startWorker(ctx context.Context, r role, kind string) (*worker, error) {
+func (s *Supervisor) startWorker(ctx context.Context, r Role, kind string) (*Worker, error) {
 	w, err := s.startOnce(ctx, r, kind)
-	for try := 1; errors.Is(err, errRuntimeGone) && try < startAttempts && ctx.Err() == nil; try++ {
+	for try := 1; errors.Is(err, runtimefiles.ErrGone) && try < startAttempts && ctx.Err() == nil; try++ {
 		s.log.Warn("a worker could not start for a file of the Python runtime gone; rebuilding it and starting again", zap.Error(err))
 		w, err = s.startOnce(ctx, r, kind)
 	}
@@ -293,12 +300,66 @@ func (s *Supervisor) startWorker(ctx context.Context, r role, kind string) (*wor
 		// Said once, at start: a limit this platform cannot watch must not
 		// be skipped in silence.
 		s.memOnce.Do(func() {
-			if _, err := w.proc.Memory(ctx); err != nil {
+			if _, err := w.Proc.Memory(ctx); err != nil {
 				s.log.Warn("the memory limit cannot be enforced here: a worker's memory cannot be read", zap.Error(err))
 			}
 		})
 	}
 	return w, nil
+}
+
+// startAttempts bounds how often startWorker starts a worker whose start
+// failed for a file of the runtime gone as it began: the cache directory
+// removed under the server (rm -rf takes a while, and can undo a rebuild
+// that races it), or a code cache template found damaged and dropped.
+const startAttempts = 3
+
+// startOnce is one attempt of startWorker.
+func (s *Supervisor) startOnce(ctx context.Context, r Role, kind string) (*Worker, error) {
+	ready := s.runtime.Current()
+	if what := ready.Files.Missing(); what != "" {
+		var err error
+		if ready, err = s.runtime.Repair(ctx, ready, what); err != nil {
+			return nil, err
+		}
+	}
+	rt := ready.Files
+	if kind != "" {
+		learned := s.learn.runtime(kind)
+		if learned != nil && learned.Missing() != "" {
+			s.learn.forget(kind) // its next uses make it again
+			learned = nil
+		}
+		if learned != nil {
+			rt = learned
+		} else {
+			kind = ""
+		}
+	}
+	// A plain worker of the pool starts on standby (see standby.go).
+	w, err := s.spawn(ctx, rt, r, "", r == RoleCall && kind == "")
+	if err == nil {
+		w.Kind = kind
+		if rt.Deps != nil {
+			w.Installed = rt.Deps.Files
+		}
+		return w, nil
+	}
+	if errors.Is(err, runtimefiles.ErrBadTemplate) {
+		// Made again: by repair for the runtime's, by the set's next uses
+		// for a learned set's. Meanwhile the set's calls get plain workers.
+		s.log.Warn("a code cache template is damaged; it is dropped and made again", zap.String("path", rt.CodeCache), zap.Error(err))
+		if err := os.RemoveAll(rt.CodeCache); err != nil {
+			s.log.Error("cannot remove a damaged code cache template", zap.Error(err))
+		}
+		if kind != "" {
+			s.learn.forget(kind)
+		}
+	}
+	if what := rt.Missing(); what != "" {
+		return nil, fmt.Errorf("%w (%s): %w", runtimefiles.ErrGone, what, err)
+	}
+	return nil, err
 }
 
 // pythonVersion reads the Python version ("3.14") from an installed
@@ -322,7 +383,7 @@ func knownPythonVersion(cacheDir string) string {
 	if err != nil {
 		return "3"
 	}
-	pkg := filepath.Join(layout{cacheDir}.install(pin), "node_modules", "pyodide")
+	pkg := filepath.Join(runtimefiles.Layout{Root: cacheDir}.Install(pin), "node_modules", "pyodide")
 	if v, err := pythonVersion(pkg); err == nil {
 		return v
 	}
@@ -332,6 +393,12 @@ func knownPythonVersion(cacheDir string) string {
 	}
 	return "3"
 }
+
+// CurrentCacheEntries returns the paths, in the cache directory cacheDir,
+// of the entries that this build's runtime needs and that are known without
+// running deno: its worker program and its Pyodide install. Prunes keep
+// them (cachedir.PruneOptions.Keep), whether or not a server runs.
+func CurrentCacheEntries(cacheDir string) []string { return runtimefiles.CurrentEntries(cacheDir) }
 
 // Start prepares the runtime and warms the pool in the background and returns
 // at once, so that a server can answer initialize before Pyodide is loaded.
@@ -344,7 +411,7 @@ func (s *Supervisor) Start(ctx context.Context) {
 		return
 	}
 	defer s.wg.Leave()
-	_, _ = s.runtime.preparing()
+	s.runtime.Start()
 }
 
 // Warmup prepares everything a first call needs (runtime files, Pyodide, the
@@ -356,7 +423,7 @@ func (s *Supervisor) Warmup(ctx context.Context, progress func(step string)) err
 		return errClosed
 	}
 	defer s.wg.Leave()
-	_, err := s.runtime.ensure(ctx, progress)
+	_, err := s.runtime.Ensure(ctx, progress)
 	return err
 }
 
@@ -409,13 +476,13 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	s.releaseCache()
+	s.cache.Release()
 	var err error
 	if s.bridge != nil {
 		err = s.bridge.Close()
 	}
 	if s.run != nil {
-		err = errors.Join(err, s.run.close())
+		err = errors.Join(err, s.run.Close())
 	}
 	return err
 }
@@ -424,12 +491,3 @@ func (s *Supervisor) Close(ctx context.Context) error {
 // (see servingReadLimit): big enough for the memory snapshot (about 30 MB)
 // and a call's output.
 func (s *Supervisor) bridgeReadLimit() int64 { return 64<<20 + int64(s.cfg.OutputLimit) }
-
-// bridgeSocket is the Unix socket the bridge listens on, in run, or "" for
-// TCP on Windows, where deno has no Unix sockets.
-func bridgeSocket(run *runDir) string {
-	if runtime.GOOS == "windows" {
-		return ""
-	}
-	return filepath.Join(run.path, bridgeSocketName)
-}

@@ -22,6 +22,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/mcp-run-python/mcp-run-python/supervisor/denotest"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
 )
 
 // killPid kills a process from outside, as a user or the OOM killer would.
@@ -277,12 +278,12 @@ func TestDamagedSnapshotFallsBackToAPlainLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := readSnapshotLayout(bytes.NewReader(whole), int64(len(whole)))
+	at, err := runtimefiles.DataOffset(bytes.NewReader(whole), int64(len(whole)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	magic := whole[l.dataAt()]
-	whole[l.dataAt()] ^= 0xff
+	magic := whole[at]
+	whole[at] ^= 0xff
 	if err := os.WriteFile(snaps[0], whole, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +297,7 @@ func TestDamagedSnapshotFallsBackToAPlainLoad(t *testing.T) {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		if b, err := os.ReadFile(snaps[0]); err == nil {
-			if l, err := readSnapshotLayout(bytes.NewReader(b), int64(len(b))); err == nil && b[l.dataAt()] == magic {
+			if at, err := runtimefiles.DataOffset(bytes.NewReader(b), int64(len(b))); err == nil && b[at] == magic {
 				break
 			}
 		}

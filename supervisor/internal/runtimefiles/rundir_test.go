@@ -1,4 +1,4 @@
-package supervisor
+package runtimefiles
 
 import (
 	"os"
@@ -32,15 +32,15 @@ func TestSweepRemovesOnlyRunDirsOfServersThatAreGone(t *testing.T) {
 		}
 		return dir
 	}
-	gone := mk(runDirPrefix+"gone", true, 0)
-	live := mk(runDirPrefix+"live", true, 0)
+	gone := mk(RunDirPrefix+"gone", true, 0)
+	live := mk(RunDirPrefix+"live", true, 0)
 	held := flock.New(filepath.Join(live, runDirLock))
 	if ok, err := held.TryLock(); !ok || err != nil {
 		t.Fatalf("lock the live server's directory: %v", err)
 	}
 	defer held.Unlock()
-	starting := mk(runDirPrefix+"starting", false, time.Minute)
-	stale := mk(runDirPrefix+"stale", false, 2*unlockedGrace)
+	starting := mk(RunDirPrefix+"starting", false, time.Minute)
+	stale := mk(RunDirPrefix+"stale", false, 2*unlockedGrace)
 	other := mk("someone-else", true, 0)
 
 	sweepRunDirs(base, zaptest.NewLogger(t))
@@ -56,7 +56,7 @@ func TestRunDirIsLockedWhileOpen(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir()) // os.TempDir on Unix; TMP and TEMP on Windows
 	t.Setenv("TMP", os.Getenv("TMPDIR"))
 	t.Setenv("TEMP", os.Getenv("TMPDIR"))
-	run, err := openRunDir(zaptest.NewLogger(t))
+	run, err := OpenRunDir(zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestRunDirIsLockedWhileOpen(t *testing.T) {
 	if _, err := os.Stat(run.path); err != nil {
 		t.Errorf("the sweep removed a live server's directory: %v", err)
 	}
-	if err := run.close(); err != nil {
+	if err := run.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(run.path); !os.IsNotExist(err) {
@@ -86,12 +86,12 @@ func TestRunDirHoldsTheBridgeSocketUnderALongTMPDIR(t *testing.T) {
 	t.Setenv("TMPDIR", long) // os.TempDir on Unix; TMP and TEMP on Windows
 	t.Setenv("TMP", long)
 	t.Setenv("TEMP", long)
-	run, err := openRunDir(zaptest.NewLogger(t))
+	run, err := OpenRunDir(zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer run.close()
-	b, err := bridge.Listen(zaptest.NewLogger(t), 1<<20, bridgeSocket(run))
+	defer run.Close()
+	b, err := bridge.Listen(zaptest.NewLogger(t), 1<<20, run.BridgeSocket())
 	if err != nil {
 		t.Fatalf("the bridge in run directory %s: %v", run.path, err)
 	}

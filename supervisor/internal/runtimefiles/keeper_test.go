@@ -1,4 +1,4 @@
-package supervisor
+package runtimefiles
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
 )
 
-// fakeBuilds is what a runtimeKeeper's builds do in these tests: no files,
+// fakeBuilds is what a Keeper's builds do in these tests: no files,
 // no deno; each build waits for release, then fails with fail or
 // succeeds.
 type fakeBuilds struct {
@@ -26,11 +26,11 @@ type fakeBuilds struct {
 
 // keeper returns a keeper over fb's builds, and the cancel of its context
 // (the supervisor's Close).
-func (fb *fakeBuilds) keeper(t *testing.T) (*runtimeKeeper, context.CancelFunc) {
+func (fb *fakeBuilds) keeper(t *testing.T) (*Keeper[string], context.CancelFunc) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	k := &runtimeKeeper{ctx: ctx, wg: new(tracker.Tracker), log: zap.NewNop(), turn: make(chan struct{}, 1),
-		build: func(ctx context.Context, progress func(string)) (*readyRuntime, error) {
+	k := NewKeeper(ctx, new(tracker.Tracker), zap.NewNop(), Builds[string]{
+		Build: func(ctx context.Context, progress func(string)) (*Ready[string], error) {
 			fb.builds.Add(1)
 			progress("building")
 			select {
@@ -43,16 +43,16 @@ func (fb *fakeBuilds) keeper(t *testing.T) (*runtimeKeeper, context.CancelFunc) 
 			if fb.fail != nil {
 				return nil, fb.fail
 			}
-			return &readyRuntime{files: &runtimeFiles{key: "first"}}, nil
+			return &Ready[string]{Files: &Files{Key: "first"}}, nil
 		},
-		started: func(*readyRuntime) { fb.starts.Add(1) },
-		rebuild: func(ctx context.Context, pkgs *installer, progress func(string)) (*runtimeFiles, error) {
+		Started: func(*Ready[string]) { fb.starts.Add(1) },
+		Rebuild: func(ctx context.Context, pkgs string, progress func(string)) (*Files, error) {
 			fb.rebuilds.Add(1)
 			<-fb.release
-			return &runtimeFiles{key: "rebuilt"}, nil
+			return &Files{Key: "rebuilt"}, nil
 		},
-		remake: func(*runtimeFiles) {},
-	}
+		Remake: func(*Files) {},
+	})
 	return k, cancel
 }
 
@@ -73,14 +73,14 @@ func TestRuntimeKeeperEnsure(t *testing.T) {
 				if i == 0 {
 					progress = func(s string) { steps = append(steps, s) }
 				}
-				_, errs[i] = k.ensure(context.Background(), progress)
+				_, errs[i] = k.Ensure(context.Background(), progress)
 			})
 		}
 		synctest.Wait()
 		if n := fb.builds.Load(); n != 1 {
 			t.Fatalf("%d builds for three waiting calls, want one", n)
 		}
-		if k.current() != nil {
+		if k.Current() != nil {
 			t.Error("a runtime is out before its build ended")
 		}
 		close(fb.release)
@@ -97,11 +97,11 @@ func TestRuntimeKeeperEnsure(t *testing.T) {
 		fb.mu.Lock()
 		fb.fail = nil
 		fb.mu.Unlock()
-		rt, err := k.ensure(context.Background(), nil)
-		if err != nil || rt == nil || rt != k.current() {
+		rt, err := k.Ensure(context.Background(), nil)
+		if err != nil || rt == nil || rt != k.Current() {
 			t.Fatalf("ensure after a failed build: %v, %v; want the runtime tried again", rt, err)
 		}
-		if again, _ := k.ensure(context.Background(), nil); again != rt || fb.builds.Load() != 2 || fb.starts.Load() != 1 {
+		if again, _ := k.Ensure(context.Background(), nil); again != rt || fb.builds.Load() != 2 || fb.starts.Load() != 1 {
 			t.Errorf("a second ensure: %d builds, %d starts; want the runtime as it is", fb.builds.Load(), fb.starts.Load())
 		}
 	})
@@ -116,7 +116,7 @@ func TestRuntimeKeeperWaitAndClose(t *testing.T) {
 		ctx, stop := context.WithCancel(context.Background())
 		done := make(chan error)
 		go func() {
-			_, err := k.ensure(ctx, nil)
+			_, err := k.Ensure(ctx, nil)
 			done <- err
 		}()
 		synctest.Wait()
@@ -126,8 +126,8 @@ func TestRuntimeKeeperWaitAndClose(t *testing.T) {
 		}
 		cancel()
 		<-k.wg.Shut()
-		if _, err := k.ensure(context.Background(), nil); !errors.Is(err, errClosed) {
-			t.Errorf("ensure after close = %v, want errClosed", err)
+		if _, err := k.Ensure(context.Background(), nil); !errors.Is(err, tracker.ErrClosed) {
+			t.Errorf("ensure after close = %v, want tracker.ErrClosed", err)
 		}
 		if n := fb.builds.Load(); n != 1 {
 			t.Errorf("%d builds, want the one that Close stopped", n)
@@ -143,15 +143,15 @@ func TestRuntimeKeeperRepair(t *testing.T) {
 		close(fb.release)
 		k, cancel := fb.keeper(t)
 		defer cancel()
-		broken, err := k.ensure(context.Background(), nil)
+		broken, err := k.Ensure(context.Background(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		fb.release = make(chan struct{})
 		var wg sync.WaitGroup
-		got := make([]*readyRuntime, 3)
+		got := make([]*Ready[string], 3)
 		for i := range got {
-			wg.Go(func() { got[i], _ = k.repair(context.Background(), broken, "a file") })
+			wg.Go(func() { got[i], _ = k.Repair(context.Background(), broken, "a file") })
 		}
 		synctest.Wait()
 		close(fb.release)
@@ -160,11 +160,11 @@ func TestRuntimeKeeperRepair(t *testing.T) {
 			t.Errorf("%d rebuilds, want one", n)
 		}
 		for _, rt := range got {
-			if rt == nil || rt != k.current() || rt.files.key != "rebuilt" || rt.pkgs != broken.pkgs {
+			if rt == nil || rt != k.Current() || rt.Files.Key != "rebuilt" || rt.Pkgs != broken.Pkgs {
 				t.Errorf("repair = %+v, want the rebuilt runtime, with the installer", rt)
 			}
 		}
-		if broken.files.key != "first" {
+		if broken.Files.Key != "first" {
 			t.Error("the runtime a call holds changed")
 		}
 	})

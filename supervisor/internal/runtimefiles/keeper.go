@@ -1,4 +1,4 @@
-package supervisor
+package runtimefiles
 
 import (
 	"context"
@@ -12,49 +12,61 @@ import (
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
 )
 
-// readyRuntime is the runtime as calls and workers see it: the files every
+// Ready is the runtime as calls and workers see it: the files every
 // worker starts from, and the installer of calls' packages, made for that
 // Pyodide. It is immutable: a repair hands out a new one, and a call keeps
 // the one it began with.
-type readyRuntime struct {
-	files *runtimeFiles
-	pkgs  *installer
+type Ready[P any] struct {
+	Files *Files
+	Pkgs  P
 }
 
-// runtimeKeeper keeps the supervisor's runtime: it has it built once, on a
-// goroutine of the supervisor's that calls wait for (ensure); rebuilt when
-// a file of it goes missing (repair), one build at a time; and its
+// Keeper keeps the supervisor's runtime: it has it built once, on a
+// goroutine of the supervisor's that calls wait for (Ensure); rebuilt when
+// a file of it goes missing (Repair), one build at a time; and its
 // snapshot remade when a worker cannot restore from it. It hands out the
-// current runtime (current). What a build does is the supervisor's (see
-// buildRuntime): the keeper holds the state, and who waits for what.
-type runtimeKeeper struct {
+// current runtime (Current). What a build does is the supervisor's (see
+// Builds): the keeper holds the state, and who waits for what. P is the
+// installer of calls' packages, which the keeper only hands on.
+type Keeper[P any] struct {
 	ctx context.Context  // the supervisor's: a build ends when it closes
 	wg  *tracker.Tracker // the supervisor's: builds run on its goroutines
 	log *zap.Logger
 
-	// build makes the runtime the first time; started then begins what
-	// needs it published (the pool).
-	build   func(ctx context.Context, progress func(string)) (*readyRuntime, error)
-	started func(rt *readyRuntime)
-	// rebuild makes the runtime's files again, with its installer.
-	rebuild func(ctx context.Context, pkgs *installer, progress func(string)) (*runtimeFiles, error)
-	// remake makes rt's snapshot again.
-	remake func(rt *runtimeFiles)
+	builds Builds[P]
 
 	mu       sync.Mutex
-	prepared *preparation                 // the last first build tried; guarded by mu
-	turn     chan struct{}                // held while the runtime is being built or rebuilt
-	cur      atomic.Pointer[readyRuntime] // set by the first build, replaced by a repair
-	remaking atomic.Bool                  // the snapshot is being remade
+	prepared *preparation[P]          // the last first build tried; guarded by mu
+	turn     chan struct{}            // held while the runtime is being built or rebuilt
+	cur      atomic.Pointer[Ready[P]] // set by the first build, replaced by a repair
+	remaking atomic.Bool              // the snapshot is being remade
 }
 
-// current returns the runtime, or nil before it is built.
-func (k *runtimeKeeper) current() *readyRuntime { return k.cur.Load() }
+// Builds are what a Keeper has done to the runtime: the supervisor's.
+type Builds[P any] struct {
+	// Build makes the runtime the first time; Started then begins what
+	// needs it published (the pool).
+	Build   func(ctx context.Context, progress func(string)) (*Ready[P], error)
+	Started func(rt *Ready[P])
+	// Rebuild makes the runtime's files again, with its installer.
+	Rebuild func(ctx context.Context, pkgs P, progress func(string)) (*Files, error)
+	// Remake makes rt's snapshot again.
+	Remake func(rt *Files)
+}
 
-// files returns the current runtime's files, or nil before it is built.
-func (k *runtimeKeeper) files() *runtimeFiles {
+// NewKeeper returns the keeper of a supervisor's runtime: its builds end
+// when ctx does and run on goroutines of wg.
+func NewKeeper[P any](ctx context.Context, wg *tracker.Tracker, log *zap.Logger, b Builds[P]) *Keeper[P] {
+	return &Keeper[P]{ctx: ctx, wg: wg, log: log, builds: b, turn: make(chan struct{}, 1)}
+}
+
+// Current returns the runtime, or nil before it is built.
+func (k *Keeper[P]) Current() *Ready[P] { return k.cur.Load() }
+
+// Files returns the current runtime's Files, or nil before it is built.
+func (k *Keeper[P]) Files() *Files {
 	if rt := k.cur.Load(); rt != nil {
-		return rt.files
+		return rt.Files
 	}
 	return nil
 }
@@ -63,9 +75,9 @@ func (k *runtimeKeeper) files() *runtimeFiles {
 // supervisor's: calls wait for it, each within its own context, and none
 // is the one that prepares, so no call's end or cancellation cuts it short.
 // Only Close does.
-type preparation struct {
+type preparation[P any] struct {
 	done chan struct{} // closed when it has ended
-	rt   *readyRuntime // set before done is closed, unless it failed
+	rt   *Ready[P]     // set before done is closed, unless it failed
 	err  error         // why it failed, set before done is closed
 
 	mu     sync.Mutex
@@ -75,7 +87,7 @@ type preparation struct {
 
 // step reports a step of the preparation to its listeners, or to the log
 // when nobody listens.
-func (p *preparation) step(log *zap.Logger, step string) {
+func (p *preparation[P]) step(log *zap.Logger, step string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.steps = append(p.steps, step)
@@ -89,7 +101,7 @@ func (p *preparation) step(log *zap.Logger, step string) {
 
 // hear makes progress hear the steps, one at a time: those reported so far
 // at once, then the others as they come, until stop is called.
-func (p *preparation) hear(progress func(string)) (stop func()) {
+func (p *preparation[P]) hear(progress func(string)) (stop func()) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, step := range p.steps {
@@ -107,12 +119,12 @@ func (p *preparation) hear(progress func(string)) (stop func()) {
 	}
 }
 
-// ensure waits, within ctx, for the runtime, starting its preparation
+// Ensure waits, within ctx, for the runtime, starting its preparation
 // unless one is under way; a preparation that failed is tried again by the
 // next call. progress, if not nil, hears the steps of the preparation.
 // The caller must be counted by the supervisor's tracker: a call it
 // admitted (see tracker.Tracker.Enter) or a goroutine it started.
-func (k *runtimeKeeper) ensure(ctx context.Context, progress func(string)) (*readyRuntime, error) {
+func (k *Keeper[P]) Ensure(ctx context.Context, progress func(string)) (*Ready[P], error) {
 	if rt := k.cur.Load(); rt != nil {
 		return rt, nil
 	}
@@ -133,37 +145,42 @@ func (k *runtimeKeeper) ensure(ctx context.Context, progress func(string)) (*rea
 
 // preparing returns the preparation under way or done, starting one if
 // there is none or the last one failed.
-func (k *runtimeKeeper) preparing() (*preparation, error) {
+func (k *Keeper[P]) preparing() (*preparation[P], error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if p := k.prepared; p != nil {
 		select {
 		case <-p.done:
-			if p.err == nil || errors.Is(p.err, errClosed) {
+			if p.err == nil || errors.Is(p.err, tracker.ErrClosed) {
 				return p, nil
 			}
 		default:
 			return p, nil
 		}
 	}
-	p := &preparation{done: make(chan struct{})}
+	p := &preparation[P]{done: make(chan struct{})}
 	if !k.wg.Go(func() { k.prepare(p) }) {
-		return nil, errClosed
+		return nil, tracker.ErrClosed
 	}
 	k.prepared = p
 	return p, nil
 }
 
+// Start begins the runtime's preparation, unless one is under way or
+// done, and returns at once. The caller must be counted by the
+// supervisor's tracker.
+func (k *Keeper[P]) Start() { _, _ = k.preparing() }
+
 // prepare builds the runtime, once, publishes it and begins what needs
 // it; it ends early when the supervisor closes. Its failure is logged: the
 // server keeps answering, and the next call tries again.
-func (k *runtimeKeeper) prepare(p *preparation) {
+func (k *Keeper[P]) prepare(p *preparation[P]) {
 	defer close(p.done)
 	p.rt, p.err = k.buildFirst(func(step string) { p.step(k.log, step) })
 	switch {
 	case p.err == nil:
 	case k.ctx.Err() != nil:
-		p.rt, p.err = nil, errClosed
+		p.rt, p.err = nil, tracker.ErrClosed
 		k.log.Debug("runtime preparation stopped: the supervisor is closing")
 	default:
 		k.log.Error("cannot prepare the Python runtime", zap.Error(p.err))
@@ -171,7 +188,7 @@ func (k *runtimeKeeper) prepare(p *preparation) {
 }
 
 // buildFirst is prepare's work, in the keeper's turn.
-func (k *runtimeKeeper) buildFirst(progress func(string)) (*readyRuntime, error) {
+func (k *Keeper[P]) buildFirst(progress func(string)) (*Ready[P], error) {
 	ctx := k.ctx
 	select {
 	case k.turn <- struct{}{}:
@@ -182,19 +199,19 @@ func (k *runtimeKeeper) buildFirst(progress func(string)) (*readyRuntime, error)
 	if err := ctx.Err(); err != nil {
 		return nil, err // closed while waiting for a repair
 	}
-	rt, err := k.build(ctx, progress)
+	rt, err := k.builds.Build(ctx, progress)
 	if err != nil {
 		return nil, err
 	}
 	k.cur.Store(rt)
-	k.started(rt)
+	k.builds.Started(rt)
 	return rt, nil
 }
 
-// repair rebuilds a runtime that lost what, a file it needs (a cleaner of
+// Repair rebuilds a runtime that lost what, a file it needs (a cleaner of
 // caches, or a user, removed it under the running server), unless another
 // start has already. Until it is done, workers wait for it rather than fail.
-func (k *runtimeKeeper) repair(ctx context.Context, broken *readyRuntime, what string) (*readyRuntime, error) {
+func (k *Keeper[P]) Repair(ctx context.Context, broken *Ready[P], what string) (*Ready[P], error) {
 	select {
 	case k.turn <- struct{}{}:
 	case <-ctx.Done():
@@ -206,23 +223,23 @@ func (k *runtimeKeeper) repair(ctx context.Context, broken *readyRuntime, what s
 	}
 	k.log.Warn("a file of the Python runtime is gone; rebuilding the runtime", zap.String("missing", what))
 	progress := func(step string) { k.log.Info(step) }
-	files, err := k.rebuild(ctx, broken.pkgs, progress)
+	files, err := k.builds.Rebuild(ctx, broken.Pkgs, progress)
 	if err != nil {
-		return nil, fmt.Errorf("%w (%s) and cannot be rebuilt: %w", errRuntimeGone, what, err)
+		return nil, fmt.Errorf("%w (%s) and cannot be rebuilt: %w", ErrGone, what, err)
 	}
-	rt := &readyRuntime{files: files, pkgs: broken.pkgs}
+	rt := &Ready[P]{Files: files, Pkgs: broken.Pkgs}
 	k.cur.Store(rt)
 	k.log.Info("the Python runtime is rebuilt")
 	return rt, nil
 }
 
-// remakeSnapshot replaces a snapshot that workers failed to restore from
+// RemakeSnapshot replaces a snapshot that workers failed to restore from
 // (damaged, or made by an incompatible build), in the background and once
 // per supervisor: until it is done, workers load Pyodide plainly.
-func (k *runtimeKeeper) remakeSnapshot(rt *runtimeFiles) {
+func (k *Keeper[P]) RemakeSnapshot(rt *Files) {
 	if !k.remaking.CompareAndSwap(false, true) {
 		return
 	}
-	k.log.Warn("a worker could not restore the memory snapshot; making a new one", zap.String("path", rt.snapshot))
-	k.wg.Go(func() { k.remake(rt) })
+	k.log.Warn("a worker could not restore the memory snapshot; making a new one", zap.String("path", rt.Snapshot))
+	k.wg.Go(func() { k.builds.Remake(rt) })
 }

@@ -1,4 +1,4 @@
-package supervisor
+package runtimefiles
 
 import (
 	"errors"
@@ -35,8 +35,8 @@ const locationData = "location_data"
 // code is Python.
 const maxTemplateSize = 64 << 20
 
-// errBadTemplate marks a code cache template that no worker may start from.
-var errBadTemplate = errors.New("the code cache template is damaged")
+// ErrBadTemplate marks a code cache template that no worker may start from.
+var ErrBadTemplate = errors.New("the code cache template is damaged")
 
 // blockLocationData puts the read-only file in the place of the Cache API's
 // data in DENO_DIR dir.
@@ -74,15 +74,15 @@ func checkTemplate(dir string) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("%w: %w", errBadTemplate, err)
+		return fmt.Errorf("%w: %w", ErrBadTemplate, err)
 	}
 	return nil
 }
 
-// privateDenoDir copies the code cache template into a new directory for
+// PrivateDenoDir copies the code cache template into a new directory for
 // one worker in run, with the Cache API blocked (blockLocationData). A
-// template that is not one gives an error wrapping errBadTemplate.
-func privateDenoDir(run *runDir, template string) (string, error) {
+// template that is not one gives an error wrapping ErrBadTemplate.
+func PrivateDenoDir(run *RunDir, template string) (string, error) {
 	if err := checkTemplate(template); err != nil {
 		return "", fmt.Errorf("worker DENO_DIR: %w", err)
 	}

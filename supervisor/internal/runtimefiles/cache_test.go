@@ -1,10 +1,11 @@
-package supervisor
+package runtimefiles
 
 import (
 	"context"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/mcp-run-python/mcp-run-python/js"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/cachedir"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 )
 
@@ -23,7 +25,7 @@ func TestCacheLayoutIsCachedirs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := layout{d.Root()}
+	l := Layout{d.Root()}
 	pkgs, err := packages.NewCache(filepath.Join(d.Root(), "packages"), packages.CacheOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -36,10 +38,10 @@ func TestCacheLayoutIsCachedirs(t *testing.T) {
 		kind cachedir.Kind
 		name string
 	}{
-		{filepath.Join(l.program(), js.Entry), cachedir.Program, "js/" + js.Version()},
-		{filepath.Join(l.install("314.0.7"), "node_modules", "pyodide"), cachedir.Pyodide, "pyodide/314.0.7"},
-		{l.snapshot(key), cachedir.Snapshot, snapshot},
-		{l.codeCache(key), cachedir.Snapshot, snapshot},
+		{filepath.Join(l.Program(), js.Entry), cachedir.Program, "js/" + js.Version()},
+		{filepath.Join(l.Install("314.0.7"), "node_modules", "pyodide"), cachedir.Pyodide, "pyodide/314.0.7"},
+		{l.Snapshot(key), cachedir.Snapshot, snapshot},
+		{l.CodeCache(key), cachedir.Snapshot, snapshot},
 		{pkgs.Path(sha, "six-1.17.0-py2.py3-none-any.whl"), cachedir.Wheel, "packages/wheels/sha256/" + sha},
 	} {
 		e, err := d.Entry(tt.path)
@@ -47,7 +49,7 @@ func TestCacheLayoutIsCachedirs(t *testing.T) {
 			t.Errorf("Entry(%s) = %+v, %v; want %s %s", tt.path, e, err, tt.kind, tt.name)
 		}
 	}
-	for _, p := range []string{l.denoDir(), filepath.Join(d.Root(), ".lock"), filepath.Join(d.Root(), "files", "1")} {
+	for _, p := range []string{l.DenoDir(), filepath.Join(d.Root(), ".lock"), filepath.Join(d.Root(), "files", "1")} {
 		if e, err := d.Entry(p); err == nil {
 			t.Errorf("%s is entry %+v: it must never be pruned", p, e)
 		}
@@ -74,23 +76,23 @@ func TestPruneWaitsForLockDir(t *testing.T) {
 
 // fakeRuntime makes the files of a runtime in the cache root, with the
 // entries' times long ago, and returns it.
-func fakeRuntime(t *testing.T, root, key string) *runtimeFiles {
+func fakeRuntime(t *testing.T, root, key string) *Files {
 	t.Helper()
-	l := layout{root}
+	l := Layout{root}
 	pyodideVersion, err := js.PyodideVersion()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := &runtimeFiles{
-		entry:     filepath.Join(l.program(), js.Entry),
-		pyodide:   filepath.Join(l.install(pyodideVersion), "node_modules", ".deno", "pyodide@"+pyodideVersion, "node_modules", "pyodide"),
-		snapshot:  l.snapshot(key),
-		codeCache: l.codeCache(key),
+	rt := &Files{
+		Entry:     filepath.Join(l.Program(), js.Entry),
+		Pyodide:   filepath.Join(l.Install(pyodideVersion), "node_modules", ".deno", "pyodide@"+pyodideVersion, "node_modules", "pyodide"),
+		Snapshot:  l.Snapshot(key),
+		CodeCache: l.CodeCache(key),
 	}
-	for _, f := range []string{rt.entry, filepath.Join(rt.pyodide, "pyodide.asm.wasm"), rt.snapshot, filepath.Join(rt.codeCache, "v8_code_cache_v2")} {
+	for _, f := range []string{rt.Entry, filepath.Join(rt.Pyodide, "pyodide.asm.wasm"), rt.Snapshot, filepath.Join(rt.CodeCache, "v8_code_cache_v2")} {
 		writeOld(t, f)
 	}
-	for _, p := range []string{l.program(), l.install(pyodideVersion), rt.snapshot, rt.codeCache} {
+	for _, p := range []string{l.Program(), l.Install(pyodideVersion), rt.Snapshot, rt.CodeCache} {
 		makeOld(t, p)
 	}
 	return rt
@@ -137,7 +139,7 @@ func listed(t *testing.T, root string) (all, inUse []string) {
 }
 
 // TestSupervisorHoldsItsCacheEntries: a supervisor holds its runtime's
-// entries and what holdCacheEntry is given, prunes the rest beyond its
+// entries and what Cache.Hold is given, prunes the rest beyond its
 // limit once its runtime is ready, follows a new runtime, and lets go of
 // everything when it closes. No deno is needed: the runtime is made up.
 func TestSupervisorHoldsItsCacheEntries(t *testing.T) {
@@ -157,10 +159,19 @@ func TestSupervisorHoldsItsCacheEntries(t *testing.T) {
 	writeOld(t, filepath.Join(wheel, "six-1.17.0-py2.py3-none-any.whl"))
 	makeOld(t, wheel)
 
-	s := New(Config{CacheDir: root, CacheLimit: 1}, zap.NewNop())
-	defer s.Close(context.Background())
-	s.runtime.cur.Store(&readyRuntime{files: rt})
-	s.holdRuntime(rt) // starts the upkeep, which prunes at once
+	// The supervisor's part: its context, its tracker, its current runtime.
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg tracker.Tracker
+	var current atomic.Pointer[Files]
+	current.Store(rt)
+	c := NewCache(ctx, &wg, zap.NewNop(), root, 1, current.Load)
+	closeCache := func() {
+		cancel()
+		<-wg.Shut()
+		c.Release()
+	}
+	defer closeCache()
+	c.HoldRuntime(rt) // starts the upkeep, which prunes at once
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		all, _ := listed(t, root)
 		if len(all) == 3 {
@@ -177,35 +188,35 @@ func TestSupervisorHoldsItsCacheEntries(t *testing.T) {
 		t.Fatalf("entries %q, in use %q; want the runtime's %q, all in use", all, inUse, want)
 	}
 
-	// What holdCacheEntry holds stays too, and goes once released and old.
+	// What Cache.Hold holds stays too, and goes once released and old.
 	writeOld(t, filepath.Join(wheel, "six-1.17.0-py2.py3-none-any.whl"))
-	release, err := s.holdCacheEntry(filepath.Join(wheel, "six-1.17.0-py2.py3-none-any.whl"))
+	release, err := c.Hold(filepath.Join(wheel, "six-1.17.0-py2.py3-none-any.whl"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	makeOld(t, wheel)
-	s.pruneCache()
+	c.prune()
 	if _, err := os.Stat(wheel); err != nil {
 		t.Fatalf("a held wheel was pruned: %v", err)
 	}
 	release()
 	release() // a second call does nothing
 	makeOld(t, wheel)
-	s.pruneCache()
+	c.prune()
 	if _, err := os.Stat(wheel); err == nil {
 		t.Error("the released wheel was not pruned")
 	}
-	if _, err := s.holdCacheEntry(filepath.Join(root, "deno")); err == nil {
-		t.Error("holdCacheEntry of deno's directory: no error")
+	if _, err := c.Hold(filepath.Join(root, "deno")); err == nil {
+		t.Error("Hold of deno's directory: no error")
 	}
 
 	// A new runtime (as repair makes) is held instead of the old one.
 	next := *rt
-	next.snapshot, next.codeCache = layout{root}.snapshot(newKey), layout{root}.codeCache(newKey)
-	writeOld(t, next.snapshot)
-	writeOld(t, filepath.Join(next.codeCache, "v8_code_cache_v2"))
-	s.runtime.cur.Store(&readyRuntime{files: &next})
-	s.holdRuntime(&next)
+	next.Snapshot, next.CodeCache = Layout{root}.Snapshot(newKey), Layout{root}.CodeCache(newKey)
+	writeOld(t, next.Snapshot)
+	writeOld(t, filepath.Join(next.CodeCache, "v8_code_cache_v2"))
+	current.Store(&next)
+	c.HoldRuntime(&next)
 	want = []string{program, install, snapshot, newSnapshot}
 	slices.Sort(want)
 	wantInUse := []string{program, install, newSnapshot}
@@ -215,14 +226,12 @@ func TestSupervisorHoldsItsCacheEntries(t *testing.T) {
 	}
 
 	// Closed, it holds nothing.
-	if err := s.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	closeCache()
 	if _, inUse := listed(t, root); len(inUse) != 0 {
 		t.Errorf("in use after Close: %q", inUse)
 	}
-	if _, err := s.holdCacheEntry(rt.snapshot); err == nil {
-		t.Error("holdCacheEntry after Close: no error")
+	if _, err := c.Hold(rt.Snapshot); err == nil {
+		t.Error("Hold after Close: no error")
 	}
 }
 
@@ -236,7 +245,7 @@ func TestCurrentCacheEntries(t *testing.T) {
 	d, _ := cachedir.Open(root)
 	pyodideVersion, _ := js.PyodideVersion()
 	var got []string
-	for _, p := range CurrentCacheEntries(root) {
+	for _, p := range CurrentEntries(root) {
 		e, err := d.Entry(p)
 		if err != nil {
 			t.Fatal(err)
@@ -245,39 +254,5 @@ func TestCurrentCacheEntries(t *testing.T) {
 	}
 	if want := []string{"js/" + js.Version(), "pyodide/" + pyodideVersion}; !slices.Equal(got, want) {
 		t.Errorf("CurrentCacheEntries: %q, want %q", got, want)
-	}
-}
-
-// TestWarmupHoldsTheRuntime: a real supervisor holds the entries of the
-// runtime it prepared, from the moment it is ready.
-func TestWarmupHoldsTheRuntime(t *testing.T) {
-	s := start(t, Config{Workers: 1})
-	rt := s.runtime.files()
-	d, err := cachedir.Open(s.cfg.CacheDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]bool{}
-	for _, p := range []string{rt.entry, rt.pyodide, rt.snapshot} {
-		e, err := d.Entry(p)
-		if err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		want[e.Name] = true
-	}
-	l, err := d.List(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range l.Entries {
-		if want[e.Name] {
-			if !e.InUse {
-				t.Errorf("%s is not held", e.Name)
-			}
-			delete(want, e.Name)
-		}
-	}
-	if len(want) > 0 {
-		t.Errorf("not listed: %v", want)
 	}
 }

@@ -1,4 +1,4 @@
-package supervisor
+package runtimefiles
 
 import (
 	"bytes"
@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/gofrs/flock"
@@ -21,28 +20,28 @@ import (
 	"github.com/mcp-run-python/mcp-run-python/js"
 )
 
-// runtimeFiles is the on-disk state every worker needs, prepared once per cache
+// Files is the on-disk state every worker needs, prepared once per cache
 // directory by trusted steps: no user code runs while it is made.
-type runtimeFiles struct {
-	entry     string   // worker.ts in the written-out worker program
-	pyodide   string   // the pyodide npm package, symlinks resolved
-	snapshot  string   // memory snapshot; "" when none could be made
-	codeCache string   // DENO_DIR template with V8's code cache; "" when none
-	noDenoDir string   // a DENO_DIR that cannot exist, for workers without a code cache
+type Files struct {
+	Entry     string   // worker.ts in the written-out worker program
+	Pyodide   string   // the pyodide npm package, symlinks resolved
+	Snapshot  string   // memory snapshot; "" when none could be made
+	CodeCache string   // DENO_DIR template with V8's code cache; "" when none
+	NoDenoDir string   // a DENO_DIR that cannot exist, for workers without a code cache
 	needed    []string // every file above that workers need; see missing
-	root      string   // the cache directory, symlinks resolved
-	// key names the snapshot of Pyodide alone, for this worker program,
+	Root      string   // the cache directory, symlinks resolved
+	// Key names the snapshot of Pyodide alone, for this worker program,
 	// Pyodide and deno; "" when none could be made.
-	key string
-	// deps, when set, are the --deps packages that snapshot and codeCache
+	Key string
+	// Deps, when set, are the --Deps packages that snapshot and codeCache
 	// hold loaded (see withDeps).
-	deps *depsSet
+	Deps *Deps
 }
 
-// dir is the working directory of a worker process: one that is there on
+// Dir is the working directory of a worker process: one that is there on
 // every platform and stays, the program's. A runner can move its process
 // out of it (recycle.go).
-func (rt *runtimeFiles) dir() string { return filepath.Dir(rt.entry) }
+func (rt *Files) Dir() string { return filepath.Dir(rt.Entry) }
 
 // firstMissing returns the first of paths that does not exist, or "".
 func firstMissing(paths []string) string {
@@ -66,69 +65,85 @@ func hasAll(dir string, files []string) bool {
 // pyodideFiles are the files of the Pyodide package that loading needs.
 var pyodideFiles = []string{"pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"}
 
-// missing returns the first file of rt that is not there, or "". A dozen
+// Missing returns the first file of rt that is not there, or "". A dozen
 // stats: cheap beside a worker's start, which it precedes.
-func (rt *runtimeFiles) missing() string { return firstMissing(rt.needed) }
+func (rt *Files) Missing() string { return firstMissing(rt.needed) }
 
 // listNeeded fills rt.needed, once rt is complete.
-func (rt *runtimeFiles) listNeeded() {
-	rt.needed = append([]string{filepath.Dir(rt.noDenoDir)}, programFiles(filepath.Dir(rt.entry))...)
+func (rt *Files) listNeeded() {
+	rt.needed = append([]string{filepath.Dir(rt.NoDenoDir)}, programFiles(filepath.Dir(rt.Entry))...)
 	for _, f := range pyodideFiles {
-		rt.needed = append(rt.needed, filepath.Join(rt.pyodide, f))
+		rt.needed = append(rt.needed, filepath.Join(rt.Pyodide, f))
 	}
-	if rt.snapshot != "" {
-		rt.needed = append(rt.needed, rt.snapshot, rt.codeCache)
+	if rt.Snapshot != "" {
+		rt.needed = append(rt.needed, rt.Snapshot, rt.CodeCache)
 	}
 }
 
-// layout names the places inside the cache directory.
-type layout struct{ root string }
+// Layout names the places inside the cache directory.
+type Layout struct{ Root string }
 
-func (l layout) program() string         { return filepath.Join(l.root, "js", js.Version()) }
-func (l layout) install(v string) string { return filepath.Join(l.root, "pyodide", v) }
-func (l layout) denoDir() string         { return filepath.Join(l.root, "deno") }
-func (l layout) snapshot(key string) string {
-	return filepath.Join(l.root, "snapshots", key+".bin")
+func (l Layout) Program() string         { return filepath.Join(l.Root, "js", js.Version()) }
+func (l Layout) Install(v string) string { return filepath.Join(l.Root, "pyodide", v) }
+func (l Layout) DenoDir() string         { return filepath.Join(l.Root, "deno") }
+func (l Layout) Snapshot(key string) string {
+	return filepath.Join(l.Root, "snapshots", key+".bin")
 }
-func (l layout) codeCache(key string) string { return filepath.Join(l.root, "codecache", key) }
+func (l Layout) CodeCache(key string) string { return filepath.Join(l.Root, "codecache", key) }
 
-// noDenoDir is below a regular file, the cache's lock file (lockDir),
+// NoDenoDir is below a regular file, the cache's lock file (lockDir),
 // so no process can create it on any platform, and the cache directory
 // holds no file for it alone. See denodir.go.
-func (l layout) noDenoDir() string { return filepath.Join(l.root, ".lock", "deno") }
+func (l Layout) NoDenoDir() string { return filepath.Join(l.Root, ".lock", "deno") }
 
-// prepare makes the runtime: the worker program, Pyodide (downloaded by
+// Maker makes the runtime's files in a cache directory, and the memory
+// snapshots workers start from. What a snapshot worker is, and the sandbox
+// every worker gets, are not its business: Check and Snapshot are handed in.
+type Maker struct {
+	Deno     string // path of the deno executable
+	CacheDir string
+	Log      *zap.Logger
+	// Check refuses a runtime whose paths no worker could be given in its
+	// permissions.
+	Check func(rt *Files) error
+	// Snapshot starts a worker of rt with DENO_DIR denoDir that loads
+	// Pyodide (and imports rt.Deps, installed), and returns the memory
+	// snapshot it sends.
+	Snapshot func(ctx context.Context, rt *Files, denoDir string) ([]byte, error)
+}
+
+// Prepare makes the runtime: the worker program, Pyodide (downloaded by
 // deno's npm resolution, the one step with write permission) and the memory
 // snapshot. Steps already done by an earlier run are skipped.
-func (s *Supervisor) prepare(ctx context.Context, progress func(string)) (*runtimeFiles, error) {
-	if err := os.MkdirAll(s.cfg.CacheDir, 0o755); err != nil {
+func (m *Maker) Prepare(ctx context.Context, progress func(string)) (*Files, error) {
+	if err := os.MkdirAll(m.CacheDir, 0o755); err != nil {
 		return nil, fmt.Errorf("cache directory: %w", err)
 	}
 	// Deno checks the path a file really has against its permission lists:
 	// a cache reached through a symlink (macOS's /var is /private/var)
 	// would deny every read.
-	root, err := filepath.EvalSymlinks(s.cfg.CacheDir)
+	root, err := filepath.EvalSymlinks(m.CacheDir)
 	if err != nil {
 		return nil, fmt.Errorf("cache directory: %w", err)
 	}
 	if root, err = filepath.Abs(root); err != nil {
 		return nil, fmt.Errorf("cache directory: %w", err)
 	}
-	l := layout{root}
-	unlock, err := lockDir(l.root)
+	l := Layout{Root: root}
+	unlock, err := lockDir(l.Root)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 
-	denoVersion, err := s.denoVersion(ctx)
+	denoVersion, err := m.denoVersion(ctx)
 	if err != nil {
 		return nil, err
 	}
 	progress("deno " + denoVersion)
 
-	rt := &runtimeFiles{entry: filepath.Join(l.program(), js.Entry), noDenoDir: l.noDenoDir(), root: l.root}
-	if err := writeProgram(l.program()); err != nil {
+	rt := &Files{Entry: filepath.Join(l.Program(), js.Entry), NoDenoDir: l.NoDenoDir(), Root: l.Root}
+	if err := writeProgram(l.Program()); err != nil {
 		return nil, fmt.Errorf("write the worker program: %w", err)
 	}
 
@@ -136,49 +151,75 @@ func (s *Supervisor) prepare(ctx context.Context, progress func(string)) (*runti
 	if err != nil {
 		return nil, err
 	}
-	if rt.pyodide, err = s.installPyodide(ctx, l, pyodideVersion, progress); err != nil {
+	if rt.Pyodide, err = m.installPyodide(ctx, l, pyodideVersion, progress); err != nil {
 		return nil, err
 	}
 
 	// Every worker gets these paths in its permissions: a cache directory
 	// deno cannot be given (a comma in its path) fails here, once, and no
 	// worker start checks them again.
-	policy, _ := s.policy(rt, false)
-	if err := policy.Validate(runtime.GOOS); err != nil {
+	if err := m.Check(rt); err != nil {
 		return nil, fmt.Errorf("cache directory: %w", err)
 	}
 
 	sum := sha256.Sum256([]byte(js.Version() + "\x00" + pyodideVersion + "\x00" + denoVersion))
 	key := hex.EncodeToString(sum[:8])
-	snap, codeCache := l.snapshot(key), l.codeCache(key)
+	snap, codeCache := l.Snapshot(key), l.CodeCache(key)
 	// A snapshot or a template that is not one (left by an older version,
 	// or changed on disk) is remade rather than fail every worker.
 	if checkSnapshot(snap) != nil || checkTemplate(codeCache) != nil {
 		progress("making the Pyodide memory snapshot")
-		if err := s.makeSnapshot(ctx, rt, snap, codeCache); err != nil {
+		if err := m.MakeSnapshot(ctx, rt, snap, codeCache); err != nil {
 			// Workers still start without one, only slower.
-			s.log.Sugar().Warnf("no memory snapshot, workers will load Pyodide plainly: %v", err)
+			m.Log.Sugar().Warnf("no memory snapshot, workers will load Pyodide plainly: %v", err)
 			rt.listNeeded()
 			return rt, nil
 		}
 	}
-	rt.snapshot, rt.codeCache, rt.key = snap, codeCache, key
+	rt.Snapshot, rt.CodeCache, rt.Key = snap, codeCache, key
 	rt.listNeeded()
-	progress("runtime ready in " + s.cfg.CacheDir)
+	progress("runtime ready in " + m.CacheDir)
 	return rt, nil
 }
 
-func (s *Supervisor) denoVersion(ctx context.Context) (string, error) {
-	cmd := exec.CommandContext(ctx, s.cfg.Deno, "--version")
-	cmd.Env = s.denoEnv()
+// Pyodide installs Pyodide into the cache directory unless it is
+// there, under the lock of the cache's preparation, and returns its
+// directory.
+func (m *Maker) Pyodide(ctx context.Context, progress func(string)) (string, error) {
+	if err := os.MkdirAll(m.CacheDir, 0o755); err != nil {
+		return "", fmt.Errorf("cache directory: %w", err)
+	}
+	root, err := filepath.EvalSymlinks(m.CacheDir)
+	if err != nil {
+		return "", fmt.Errorf("cache directory: %w", err)
+	}
+	if root, err = filepath.Abs(root); err != nil {
+		return "", fmt.Errorf("cache directory: %w", err)
+	}
+	l := Layout{Root: root}
+	unlock, err := lockDir(l.Root)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	version, err := js.PyodideVersion()
+	if err != nil {
+		return "", err
+	}
+	return m.installPyodide(ctx, l, version, progress)
+}
+
+func (m *Maker) denoVersion(ctx context.Context) (string, error) {
+	cmd := exec.CommandContext(ctx, m.Deno, "--version")
+	cmd.Env = m.denoEnv()
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("deno at %q does not run (install it or pass --deno): %w", s.cfg.Deno, err)
+		return "", fmt.Errorf("deno at %q does not run (install it or pass --deno): %w", m.Deno, err)
 	}
 	first, _, _ := strings.Cut(string(out), "\n")
 	version, ok := strings.CutPrefix(first, "deno ")
 	if !ok {
-		return "", fmt.Errorf("deno at %q: unexpected version output %q", s.cfg.Deno, first)
+		return "", fmt.Errorf("deno at %q: unexpected version output %q", m.Deno, first)
 	}
 	version, _, _ = strings.Cut(version, " ")
 	return version, nil
@@ -229,8 +270,8 @@ func writeProgram(dir string) error {
 
 // installPyodide runs `deno install` for the pinned Pyodide in its own
 // directory and returns the package directory with symlinks resolved.
-func (s *Supervisor) installPyodide(ctx context.Context, l layout, version string, progress func(string)) (string, error) {
-	dir := l.install(version)
+func (m *Maker) installPyodide(ctx context.Context, l Layout, version string, progress func(string)) (string, error) {
+	dir := l.Install(version)
 	pkg := filepath.Join(dir, "node_modules", "pyodide")
 	if real, err := filepath.EvalSymlinks(pkg); err == nil && hasAll(real, pyodideFiles) {
 		return real, nil
@@ -250,9 +291,9 @@ func (s *Supervisor) installPyodide(ctx context.Context, l layout, version strin
 	if err := os.WriteFile(filepath.Join(dir, "deno.json"), config, 0o644); err != nil {
 		return "", err
 	}
-	cmd := exec.CommandContext(ctx, s.cfg.Deno, "install", "--quiet", "--node-modules-dir=auto")
+	cmd := exec.CommandContext(ctx, m.Deno, "install", "--quiet", "--node-modules-dir=auto")
 	cmd.Dir = dir
-	cmd.Env = append(s.denoEnv(), installEnv()...)
+	cmd.Env = append(m.denoEnv(), installEnv()...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
@@ -268,13 +309,13 @@ func (s *Supervisor) installPyodide(ctx context.Context, l layout, version strin
 	return real, nil
 }
 
-// makeSnapshot boots a worker that loads Pyodide and the runner module (and
+// MakeSnapshot has a worker (Snapshot) load Pyodide and the runner module (and
 // rt.deps, imported), then sends the memory snapshot over the bridge. With
 // codeCache, the worker's DENO_DIR, filled with V8's code cache of what it
 // loaded, becomes the template of workers' DENO_DIRs at that path; "" gives
 // it none.
-func (s *Supervisor) makeSnapshot(ctx context.Context, rt *runtimeFiles, path, codeCache string) error {
-	denoDir := rt.noDenoDir
+func (m *Maker) MakeSnapshot(ctx context.Context, rt *Files, path, codeCache string) error {
+	denoDir := rt.NoDenoDir
 	if codeCache != "" {
 		if err := os.MkdirAll(filepath.Dir(codeCache), 0o755); err != nil {
 			return err
@@ -289,22 +330,9 @@ func (s *Supervisor) makeSnapshot(ctx context.Context, rt *runtimeFiles, path, c
 		}
 		denoDir = tmp
 	}
-	w, err := s.spawn(ctx, rt, roleSnapshot, denoDir, false)
+	data, err := m.Snapshot(ctx, rt, denoDir)
 	if err != nil {
 		return err
-	}
-	var modules []string
-	if rt.deps != nil {
-		if err := w.conn.Install(ctx, rt.deps.wheels); err != nil {
-			w.Kill()
-			return fmt.Errorf("install --deps for the snapshot: %w (%s)", err, w.StderrTail())
-		}
-		modules = rt.deps.modules
-	}
-	data, err := w.conn.Snapshot(ctx, modules)
-	w.Kill()
-	if err != nil {
-		return fmt.Errorf("make snapshot: %w (%s)", err, w.StderrTail())
 	}
 	if codeCache != "" {
 		// Before the snapshot is written: one without its template would
@@ -332,73 +360,19 @@ func (s *Supervisor) makeSnapshot(ctx context.Context, rt *runtimeFiles, path, c
 	return os.Rename(denoDir, codeCache)
 }
 
-// remakeSnapshot makes rt's snapshot again, one that workers failed to
+// RemakeSnapshot makes rt's snapshot again, one that workers failed to
 // restore from: the runtime keeper's remake (see
-// runtimeKeeper.remakeSnapshot).
-func (s *Supervisor) remakeSnapshot(rt *runtimeFiles) {
+// Keeper.RemakeSnapshot).
+func (m *Maker) RemakeSnapshot(ctx context.Context, rt *Files) {
 	// Workers copy the code cache meanwhile: it stays as it is.
-	if err := s.makeSnapshot(s.ctx, rt, rt.snapshot, ""); err != nil {
-		s.log.Error("cannot remake the memory snapshot", zap.Error(err))
+	if err := m.MakeSnapshot(ctx, rt, rt.Snapshot, ""); err != nil {
+		m.Log.Error("cannot remake the memory snapshot", zap.Error(err))
 	}
 }
 
-// errRuntimeGone marks a worker start that failed for a file of the
-// runtime gone: the next start rebuilds it (see repair).
-var errRuntimeGone = errors.New("a file of the Python runtime is gone")
-
-// startAttempts bounds how often startWorker starts a worker whose start
-// failed for a file of the runtime gone as it began: the cache directory
-// removed under the server (rm -rf takes a while, and can undo a rebuild
-// that races it), or a code cache template found damaged and dropped.
-const startAttempts = 3
-
-// startOnce is one attempt of startWorker.
-func (s *Supervisor) startOnce(ctx context.Context, r role, kind string) (*worker, error) {
-	ready := s.runtime.current()
-	if what := ready.files.missing(); what != "" {
-		var err error
-		if ready, err = s.runtime.repair(ctx, ready, what); err != nil {
-			return nil, err
-		}
-	}
-	rt := ready.files
-	if kind != "" {
-		learned := s.learn.runtime(kind)
-		if learned != nil && learned.missing() != "" {
-			s.learn.forget(kind) // its next uses make it again
-			learned = nil
-		}
-		if learned != nil {
-			rt = learned
-		} else {
-			kind = ""
-		}
-	}
-	// A plain worker of the pool starts on standby (see standby.go).
-	w, err := s.spawn(ctx, rt, r, "", r == roleCall && kind == "")
-	if err == nil {
-		w.kind = kind
-		if rt.deps != nil {
-			w.installed = rt.deps.files
-		}
-		return w, nil
-	}
-	if errors.Is(err, errBadTemplate) {
-		// Made again: by repair for the runtime's, by the set's next uses
-		// for a learned set's. Meanwhile the set's calls get plain workers.
-		s.log.Warn("a code cache template is damaged; it is dropped and made again", zap.String("path", rt.codeCache), zap.Error(err))
-		if err := os.RemoveAll(rt.codeCache); err != nil {
-			s.log.Error("cannot remove a damaged code cache template", zap.Error(err))
-		}
-		if kind != "" {
-			s.learn.forget(kind)
-		}
-	}
-	if what := rt.missing(); what != "" {
-		return nil, fmt.Errorf("%w (%s): %w", errRuntimeGone, what, err)
-	}
-	return nil, err
-}
+// ErrGone marks a worker start that failed for a file of the
+// runtime gone: the next start rebuilds it (see Keeper.Repair).
+var ErrGone = errors.New("a file of the Python runtime is gone")
 
 // lockDir serialises preparation between processes sharing a cache: flock
 // on Unix, LockFileEx on Windows, both released by the system if the
@@ -412,11 +386,11 @@ func lockDir(dir string) (func(), error) {
 }
 
 // denoEnv is the environment of the trusted deno processes.
-func (s *Supervisor) denoEnv() []string { return denoEnv(layout{s.cfg.CacheDir}.denoDir()) }
+func (m *Maker) denoEnv() []string { return DenoEnv(Layout{m.CacheDir}.DenoDir()) }
 
-// denoEnv is the whole environment of every deno process: nothing of ours
+// DenoEnv is the whole environment of every deno process: nothing of ours
 // leaks to code that can read it.
-func denoEnv(denoDir string) []string {
+func DenoEnv(denoDir string) []string {
 	return []string{
 		"DENO_DIR=" + denoDir,
 		"DENO_NO_UPDATE_CHECK=1",

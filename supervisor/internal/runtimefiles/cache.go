@@ -1,14 +1,15 @@
-package supervisor
+package runtimefiles
 
 // The cache limit (Config.CacheLimit). A supervisor holds the cache entries
 // its runtime uses (its worker program, its Pyodide install, its snapshot
 // pair) for as long as it runs, so that no server sharing the cache
 // directory removes them, and marks them used at every prune. With a limit,
 // it prunes the directory (package cachedir) once its runtime is ready, then
-// every pruneEvery, and when asked (pruneCacheSoon, after a new snapshot).
-// Other code holds the entries it makes or uses with holdCacheEntry.
+// every pruneEvery, and when asked (PruneSoon, after a new snapshot).
+// Other code holds the entries it makes or uses with Cache.Hold.
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"sync"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/mcp-run-python/mcp-run-python/js"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/cachedir"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
 )
 
 const (
@@ -29,40 +31,53 @@ const (
 	followEvery = time.Minute
 )
 
-// cacheUse is what a supervisor holds in its cache directory. Its zero
-// value is ready.
-type cacheUse struct {
-	follow   sync.Mutex // serializes holdRuntime
+// Cache is what a supervisor holds in its cache directory, and its
+// pruning: see NewCache.
+type Cache struct {
+	ctx     context.Context // the supervisor's: holds end, and upkeep stops, when it closes
+	wg      *tracker.Tracker
+	log     *zap.Logger
+	dir     string        // the cache directory
+	limit   int64         // Config.CacheLimit; 0 for none
+	current func() *Files // the runtime now, which the upkeep follows
+
+	follow   sync.Mutex // serializes HoldRuntime
 	mu       sync.Mutex
 	holds    map[*cachedir.Hold]struct{} // every live hold
 	runtime  []func()                    // release the holds of heldRT's entries
-	heldRT   *runtimeFiles
-	started  bool          // keepCache runs
-	kick     chan struct{} // asks keepCache to prune; made on first use
+	heldRT   *Files
+	started  bool          // keep runs
+	kick     chan struct{} // asks keep to prune; made on first use
 	released bool          // the supervisor closed: no more holds
 }
 
-// holdCacheEntry holds the cache entry that path is in (a snapshot's .bin
+// NewCache returns the holds of a supervisor on its cache directory dir,
+// pruned to limit bytes (0: never pruned), whose runtime is current's.
+// The upkeep runs on a goroutine of wg until ctx ends.
+func NewCache(ctx context.Context, wg *tracker.Tracker, log *zap.Logger, dir string, limit int64, current func() *Files) *Cache {
+	return &Cache{ctx: ctx, wg: wg, log: log, dir: dir, limit: limit, current: current}
+}
+
+// Hold holds the cache entry that path is in (a snapshot's .bin
 // or code cache, a worker program's directory or a file in it, ...: see
 // package cachedir), which need not exist yet, until release is called or
 // the supervisor closes: no prune of any server removes it meanwhile. Hold
 // an entry before making it or using it; if it is missing once held, make
 // it. A path in no entry gives an error wrapping cachedir.ErrNotEntry.
-func (s *Supervisor) holdCacheEntry(path string) (release func(), err error) {
-	d, err := cachedir.Open(s.cfg.CacheDir)
+func (c *Cache) Hold(path string) (release func(), err error) {
+	d, err := cachedir.Open(c.dir)
 	if err != nil {
 		return nil, err
 	}
-	h, err := d.Hold(s.ctx, path)
+	h, err := d.Hold(c.ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	c := &s.cache
 	c.mu.Lock()
 	if c.released {
 		c.mu.Unlock()
 		_ = h.Release()
-		return nil, errClosed
+		return nil, tracker.ErrClosed
 	}
 	if c.holds == nil {
 		c.holds = map[*cachedir.Hold]struct{}{}
@@ -74,16 +89,15 @@ func (s *Supervisor) holdCacheEntry(path string) (release func(), err error) {
 		delete(c.holds, h)
 		c.mu.Unlock()
 		if err := h.Release(); err != nil {
-			s.log.Warn("cannot release a cache entry", zap.Error(err))
+			c.log.Warn("cannot release a cache entry", zap.Error(err))
 		}
 	}), nil
 }
 
-// releaseCache releases every hold once the supervisor has closed: Close
+// Release releases every hold once the supervisor has closed: Close
 // calls it after its goroutines end, and returns only when it has. Holds
 // asked for later fail.
-func (s *Supervisor) releaseCache() {
-	c := &s.cache
+func (c *Cache) Release() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.released = true
@@ -93,12 +107,11 @@ func (s *Supervisor) releaseCache() {
 	c.holds, c.runtime = nil, nil
 }
 
-// holdRuntime holds the cache entries that rt uses, in place of those of
-// the runtime it replaces, and starts the cache's upkeep (keepCache) once.
+// HoldRuntime holds the cache entries that rt uses, in place of those of
+// the runtime it replaces, and starts the cache's upkeep (keep) once.
 // A failure to hold is logged: the runtime works, but another server's
 // prune could remove what it uses, which repair then rebuilds.
-func (s *Supervisor) holdRuntime(rt *runtimeFiles) {
-	c := &s.cache
+func (c *Cache) HoldRuntime(rt *Files) {
 	c.follow.Lock()
 	defer c.follow.Unlock()
 	c.mu.Lock()
@@ -107,14 +120,14 @@ func (s *Supervisor) holdRuntime(rt *runtimeFiles) {
 	if same || rt == nil {
 		return
 	}
-	d, err := cachedir.Open(s.cfg.CacheDir)
+	d, err := cachedir.Open(c.dir)
 	if err != nil {
-		s.log.Warn("cannot hold the runtime's cache entries", zap.Error(err))
+		c.log.Warn("cannot hold the runtime's cache entries", zap.Error(err))
 		return
 	}
 	var releases []func()
 	held := map[string]bool{}
-	for _, p := range []string{rt.entry, rt.pyodide, rt.snapshot, rt.codeCache} {
+	for _, p := range []string{rt.Entry, rt.Pyodide, rt.Snapshot, rt.CodeCache} {
 		if p == "" {
 			continue
 		}
@@ -123,10 +136,10 @@ func (s *Supervisor) holdRuntime(rt *runtimeFiles) {
 			continue // outside the cache's entries, or held already
 		}
 		held[e.Path] = true
-		release, err := s.holdCacheEntry(e.Path)
+		release, err := c.Hold(e.Path)
 		if err != nil {
-			if s.ctx.Err() == nil {
-				s.log.Warn("cannot hold a cache entry: another server's prune may remove it", zap.String("path", e.Path), zap.Error(err))
+			if c.ctx.Err() == nil {
+				c.log.Warn("cannot hold a cache entry: another server's prune may remove it", zap.String("path", e.Path), zap.Error(err))
 			}
 			continue
 		}
@@ -135,7 +148,7 @@ func (s *Supervisor) holdRuntime(rt *runtimeFiles) {
 	c.mu.Lock()
 	old := c.runtime
 	c.runtime, c.heldRT = releases, rt
-	start := !c.started && s.ctx.Err() == nil
+	start := !c.started && c.ctx.Err() == nil
 	c.started = c.started || start
 	c.mu.Unlock()
 	// After the new holds: an entry in both stays held throughout.
@@ -143,40 +156,39 @@ func (s *Supervisor) holdRuntime(rt *runtimeFiles) {
 		release()
 	}
 	if start {
-		s.wg.Go(s.keepCache)
+		c.wg.Go(c.keep)
 	} else {
-		s.pruneCacheSoon() // a new runtime may have made a new snapshot
+		c.PruneSoon() // a new runtime may have made a new snapshot
 	}
 }
 
-// keepCache is the cache's upkeep until the supervisor closes: it prunes
+// keep is the cache's upkeep until the supervisor closes: it prunes
 // at once (the runtime was just prepared, perhaps with a new snapshot), then
 // every pruneEvery and when asked, and follows the runtime that repair puts
 // in place.
-func (s *Supervisor) keepCache() {
+func (c *Cache) keep() {
 	prune := time.NewTicker(pruneEvery)
 	defer prune.Stop()
 	follow := time.NewTicker(followEvery)
 	defer follow.Stop()
-	kick := s.cacheKick()
-	s.pruneCache()
+	kick := c.kicks()
+	c.prune()
 	for {
 		select {
-		case <-s.ctx.Done():
+		case <-c.ctx.Done():
 			return
 		case <-follow.C:
-			s.holdRuntime(s.runtime.files())
+			c.HoldRuntime(c.current())
 		case <-prune.C:
-			s.pruneCache()
+			c.prune()
 		case <-kick:
-			s.pruneCache()
+			c.prune()
 		}
 	}
 }
 
-// cacheKick returns the channel that asks keepCache for a prune.
-func (s *Supervisor) cacheKick() chan struct{} {
-	c := &s.cache
+// kicks returns the channel that asks keep for a prune.
+func (c *Cache) kicks() chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.kick == nil {
@@ -185,61 +197,60 @@ func (s *Supervisor) cacheKick() chan struct{} {
 	return c.kick
 }
 
-// pruneCacheSoon asks for a prune of the cache directory without waiting
+// PruneSoon asks for a prune of the cache directory without waiting
 // for it: call it after making an entry (a snapshot pair) that may take the
 // cache past its limit.
-func (s *Supervisor) pruneCacheSoon() {
+func (c *Cache) PruneSoon() {
 	select {
-	case s.cacheKick() <- struct{}{}:
+	case c.kicks() <- struct{}{}:
 	default: // one is asked for already
 	}
 }
 
-// pruneCache marks what the supervisor holds used now and, with a cache
+// prune marks what the supervisor holds used now and, with a cache
 // limit, prunes the cache directory, logging what it removed.
-func (s *Supervisor) pruneCache() {
-	c := &s.cache
+func (c *Cache) prune() {
 	c.mu.Lock()
 	holds := slices.Collect(maps.Keys(c.holds))
 	c.mu.Unlock()
-	keep := CurrentCacheEntries(s.cfg.CacheDir)
+	keep := CurrentEntries(c.dir)
 	for _, h := range holds {
 		_ = h.Touch()
 		// Kept by name too: where flock is emulated with POSIX locks
 		// (NFS), this process's own locks do not exclude its prunes.
 		keep = append(keep, h.Path())
 	}
-	if s.cfg.CacheLimit <= 0 {
+	if c.limit <= 0 {
 		return
 	}
-	d, err := cachedir.Open(s.cfg.CacheDir)
+	d, err := cachedir.Open(c.dir)
 	if err != nil {
-		s.log.Warn("cannot prune the cache directory", zap.Error(err))
+		c.log.Warn("cannot prune the cache directory", zap.Error(err))
 		return
 	}
-	res, err := d.Prune(s.ctx, s.cfg.CacheLimit, cachedir.PruneOptions{
+	res, err := d.Prune(c.ctx, c.limit, cachedir.PruneOptions{
 		KeepRecent: cachedir.DefaultKeepRecent,
 		Keep:       keep,
 	})
 	if err != nil {
-		if s.ctx.Err() == nil {
-			s.log.Warn("cannot prune the cache directory", zap.Error(err))
+		if c.ctx.Err() == nil {
+			c.log.Warn("cannot prune the cache directory", zap.Error(err))
 		}
 		return
 	}
-	limit := humanize.IBytes(uint64(s.cfg.CacheLimit))
+	limit := humanize.IBytes(uint64(c.limit))
 	if len(res.Removed) > 0 {
-		s.log.Info("pruned the cache directory: removed the least recently used entries",
+		c.log.Info("pruned the cache directory: removed the least recently used entries",
 			zap.Strings("removed", entryNames(res.Removed)), zap.String("freed", humanize.IBytes(uint64(res.Freed()))),
 			zap.String("total", humanize.IBytes(uint64(res.Total))), zap.String("limit", limit))
 	}
-	if res.Total > s.cfg.CacheLimit {
-		s.log.Info("the cache directory stays above its limit: the rest is in use, used recently, or cannot be removed",
+	if res.Total > c.limit {
+		c.log.Info("the cache directory stays above its limit: the rest is in use, used recently, or cannot be removed",
 			zap.String("total", humanize.IBytes(uint64(res.Total))), zap.String("limit", limit), zap.Int("spared", len(res.Spared)))
 	}
 	for _, sp := range res.Spared {
 		if sp.Err != nil {
-			s.log.Debug("cannot remove a cache entry", zap.String("entry", sp.Name), zap.Error(sp.Err))
+			c.log.Debug("cannot remove a cache entry", zap.String("entry", sp.Name), zap.Error(sp.Err))
 		}
 	}
 }
@@ -253,19 +264,19 @@ func entryNames(entries []cachedir.Entry) []string {
 	return names
 }
 
-// CurrentCacheEntries returns the paths, in the cache directory cacheDir,
+// CurrentEntries returns the paths, in the cache directory cacheDir,
 // of the entries that this build's runtime needs and that are known without
 // running deno: its worker program and its Pyodide install. Prunes keep
 // them (cachedir.PruneOptions.Keep), whether or not a server runs.
-func CurrentCacheEntries(cacheDir string) []string {
+func CurrentEntries(cacheDir string) []string {
 	d, err := cachedir.Open(cacheDir)
 	if err != nil {
 		return nil
 	}
-	l := layout{d.Root()}
-	paths := []string{l.program()}
+	l := Layout{d.Root()}
+	paths := []string{l.Program()}
 	if v, err := js.PyodideVersion(); err == nil {
-		paths = append(paths, l.install(v))
+		paths = append(paths, l.Install(v))
 	}
 	return paths
 }

@@ -1,4 +1,4 @@
-package supervisor
+package runtimefiles
 
 import (
 	"bytes"
@@ -156,6 +156,17 @@ func readSnapshotLayout(r io.ReaderAt, size int64) (snapshotLayout, error) {
 		return snapshotLayout{}, fmt.Errorf("%w: %d bytes where its head says %d", errSnapshotFile, size, want)
 	}
 	return l, nil
+}
+
+// DataOffset returns where the memory's bytes begin in a snapshot file of
+// size bytes read through r: what Pyodide restores from, past this
+// format's header.
+func DataOffset(r io.ReaderAt, size int64) (int64, error) {
+	l, err := readSnapshotLayout(r, size)
+	if err != nil {
+		return 0, err
+	}
+	return l.dataAt(), nil
 }
 
 // checkSnapshot reports whether the file at path is a snapshot file of

@@ -1,10 +1,12 @@
-package supervisor
+package runtimefiles
 
 import (
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/mcp-run-python/mcp-run-python/supervisor/cachedir/cachedirtest"
 )
 
 // A snapshot worker runs the import-time code of packages from the index:
@@ -23,7 +25,7 @@ func TestCodeCacheTemplates(t *testing.T) {
 			}
 		}, sealed: true},
 		{name: "with the Cache API's data", make: func(t *testing.T, dir string) {
-			write(t, filepath.Join(dir, locationData, "web_cache", "0123", "body"), "x")
+			cachedirtest.Write(t, filepath.Join(dir, locationData, "web_cache", "0123", "body"), "x")
 		}},
 		{name: "with a symlink", make: func(t *testing.T, dir string) {
 			if err := os.Symlink("/etc/passwd", filepath.Join(dir, "gen", "link")); err != nil {
@@ -44,21 +46,21 @@ func TestCodeCacheTemplates(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			template := t.TempDir()
-			write(t, filepath.Join(template, "v8_code_cache_v2"), "code")
-			write(t, filepath.Join(template, "gen", "file", "x.js"), "js")
+			cachedirtest.Write(t, filepath.Join(template, "v8_code_cache_v2"), "code")
+			cachedirtest.Write(t, filepath.Join(template, "gen", "file", "x.js"), "js")
 			tc.make(t, template)
 			err := sealTemplate(template)
-			if tc.sealed != (err == nil) || (err != nil && !errors.Is(err, errBadTemplate)) {
+			if tc.sealed != (err == nil) || (err != nil && !errors.Is(err, ErrBadTemplate)) {
 				t.Fatalf("sealTemplate: %v, want accepted %v", err, tc.sealed)
 			}
-			run := &runDir{path: t.TempDir()}
-			dir, err := privateDenoDir(run, template)
+			run := &RunDir{path: t.TempDir()}
+			dir, err := PrivateDenoDir(run, template)
 			if !tc.sealed {
-				if !errors.Is(err, errBadTemplate) {
-					t.Errorf("privateDenoDir from a template that is not one: %v, want errBadTemplate", err)
+				if !errors.Is(err, ErrBadTemplate) {
+					t.Errorf("PrivateDenoDir from a template that is not one: %v, want ErrBadTemplate", err)
 				}
 				if entries, _ := os.ReadDir(run.path); len(entries) != 0 {
-					t.Errorf("privateDenoDir left %d entries in the run directory", len(entries))
+					t.Errorf("PrivateDenoDir left %d entries in the run directory", len(entries))
 				}
 				return
 			}
@@ -76,17 +78,6 @@ func TestCodeCacheTemplates(t *testing.T) {
 	}
 }
 
-// write makes a file with its directories.
-func write(t *testing.T, path, text string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestNoDenoDir: the DENO_DIR of workers without a code cache cannot be
 // made once the cache is locked, and the cache directory holds no file of
 // its own for it: a user listing it finds the lock alone.
@@ -97,9 +88,9 @@ func TestNoDenoDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unlock()
-	l := layout{root}
-	if err := os.MkdirAll(l.noDenoDir(), 0o755); err == nil {
-		t.Errorf("made %s: a worker could keep a DENO_DIR there", l.noDenoDir())
+	l := Layout{root}
+	if err := os.MkdirAll(l.NoDenoDir(), 0o755); err == nil {
+		t.Errorf("made %s: a worker could keep a DENO_DIR there", l.NoDenoDir())
 	}
 	entries, err := os.ReadDir(root)
 	if err != nil {
@@ -107,5 +98,35 @@ func TestNoDenoDir(t *testing.T) {
 	}
 	if len(entries) != 1 || entries[0].Name() != ".lock" {
 		t.Errorf("the cache directory holds %v, want .lock alone", entries)
+	}
+}
+
+func TestPrivateDenoDir(t *testing.T) {
+	template := t.TempDir()
+	for name, data := range map[string]string{"v8_code_cache_v2": "code", "gen/file/x.js": "js"} {
+		path := filepath.Join(template, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := &RunDir{path: t.TempDir()}
+	dir, err := PrivateDenoDir(run, template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(dir) != run.path {
+		t.Errorf("the copy is at %s, not in the run directory %s", dir, run.path)
+	}
+	for name, want := range map[string]string{"v8_code_cache_v2": "code", "gen/file/x.js": "js", "location_data": ""} {
+		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(got) != want {
+			t.Errorf("%s in the copy: %q, %v; want %q", name, got, err, want)
+		}
+	}
+	// The Cache API cannot make its directory under a file.
+	if err := os.MkdirAll(filepath.Join(dir, "location_data", "web_cache"), 0o755); err == nil {
+		t.Error("a directory could be made under location_data")
 	}
 }

@@ -1,4 +1,4 @@
-package supervisor
+package runtimefiles
 
 import (
 	"errors"
@@ -15,9 +15,9 @@ import (
 	"go.uber.org/zap"
 )
 
-// runDirPrefix names the run directories in the system's temporary
+// RunDirPrefix names the run directories in the system's temporary
 // directory: mcp-run-python-XXXXXX.
-const runDirPrefix = "mcp-run-python-"
+const RunDirPrefix = "mcp-run-python-"
 
 // runDirLock is the file a live server holds locked in its run directory.
 const runDirLock = ".lock"
@@ -29,23 +29,23 @@ const bridgeSocketName = "bridge.sock"
 // before it counts as abandoned: a new one has no lock for a moment.
 const unlockedGrace = time.Hour
 
-// runDir is a server's private directory for what must not outlive it: the
+// RunDir is a server's private directory for what must not outlive it: the
 // bridge's socket and the workers' throwaway DENO_DIRs. The server holds a
 // lock on a file in it for as long as it runs, and the operating system
 // releases that lock when the server dies, however it dies; so a server that
 // starts can tell the directories of servers that are gone from those of
 // servers that run, and remove the former.
-type runDir struct {
+type RunDir struct {
 	path string
 	lock *flock.Flock
 }
 
-// openRunDir removes the run directories that servers left behind and makes
+// OpenRunDir removes the run directories that servers left behind and makes
 // this server's own, locked.
-func openRunDir(log *zap.Logger) (*runDir, error) {
-	base := runDirBase()
+func OpenRunDir(log *zap.Logger) (*RunDir, error) {
+	base := RunDirBase()
 	sweepRunDirs(base, log)
-	dir, err := os.MkdirTemp(base, runDirPrefix)
+	dir, err := os.MkdirTemp(base, RunDirPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
@@ -59,14 +59,14 @@ func openRunDir(log *zap.Logger) (*runDir, error) {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("run directory: lock %s: %v", dir, err)
 	}
-	return &runDir{path: dir, lock: lock}, nil
+	return &RunDir{path: dir, lock: lock}, nil
 }
 
-// runDirBase returns where run directories go: the system's temporary
+// RunDirBase returns where run directories go: the system's temporary
 // directory, or /tmp where the bridge's socket in a run directory there
 // would be too long a path for a Unix socket (sun_path holds 104 bytes on
 // macOS, whose own TMPDIR, resolved, leaves 9 to spare; 108 on Linux).
-func runDirBase() string {
+func RunDirBase() string {
 	base := os.TempDir()
 	if runtime.GOOS == "windows" {
 		return base // the bridge listens on TCP
@@ -76,22 +76,22 @@ func runDirBase() string {
 		real = base
 	}
 	// MkdirTemp's random part is a uint32 in decimal; the path needs a NUL.
-	longest := filepath.Join(real, runDirPrefix+"4294967295", bridgeSocketName)
+	longest := filepath.Join(real, RunDirPrefix+"4294967295", bridgeSocketName)
 	if len(longest) < len(syscall.RawSockaddrUnix{}.Path) {
 		return base
 	}
 	return "/tmp"
 }
 
-// close removes the directory. Windows cannot remove a file that is open,
+// Close removes the directory. Windows cannot remove a file that is open,
 // so the lock goes first.
-func (r *runDir) close() error {
+func (r *RunDir) Close() error {
 	_ = r.lock.Unlock()
 	return os.RemoveAll(r.path)
 }
 
 // workerDir makes a new directory for one worker.
-func (r *runDir) workerDir() (string, error) {
+func (r *RunDir) workerDir() (string, error) {
 	return os.MkdirTemp(r.path, "worker-")
 }
 
@@ -104,7 +104,7 @@ func sweepRunDirs(base string, log *zap.Logger) {
 		return
 	}
 	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), runDirPrefix) {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), RunDirPrefix) {
 			continue
 		}
 		dir := filepath.Join(base, e.Name())
@@ -134,4 +134,13 @@ func abandoned(dir string) bool {
 	// cannot take it over in between, as none reuses a directory.
 	_ = lock.Unlock()
 	return true
+}
+
+// BridgeSocket is the Unix socket the bridge listens on, in r, or "" for
+// TCP on Windows, where deno has no Unix sockets.
+func (r *RunDir) BridgeSocket() string {
+	if runtime.GOOS == "windows" {
+		return ""
+	}
+	return filepath.Join(r.path, bridgeSocketName)
 }
