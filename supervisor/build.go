@@ -6,34 +6,23 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
-	"runtime"
 	"slices"
 	"strings"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 	"go.uber.org/zap"
 )
 
 // buildRuntime is the runtime's first build (see runtimefiles.Keeper): the run
-// directory, the bridge, the runtime files, the installer and --deps. Only
-// the keeper's goroutine writes the fields it sets, and Close reads them
-// once that has ended.
-func (s *Supervisor) buildRuntime(ctx context.Context, progress func(string)) (*runtimefiles.Ready[*installer], error) {
-	if s.run == nil {
-		run, err := runtimefiles.OpenRunDir(s.log)
-		if err != nil {
-			return nil, err
-		}
-		s.run = run
-	}
-	if s.bridge == nil {
-		b, err := bridge.Listen(s.log, s.bridgeReadLimit(), s.run.BridgeSocket())
-		if err != nil {
-			return nil, err
-		}
-		s.bridge = b
+// directory and the bridge (worker.Starter.Listen), the runtime files, the
+// installer and --deps. Only the keeper's goroutine writes the fields it
+// sets, and Close reads them once that has ended.
+func (s *Supervisor) buildRuntime(ctx context.Context, progress func(string)) (*runtimefiles.Ready[*Installer], error) {
+	if err := s.workers.Listen(); err != nil {
+		return nil, err
 	}
 	files, err := s.maker.Prepare(ctx, progress)
 	if err != nil {
@@ -42,7 +31,7 @@ func (s *Supervisor) buildRuntime(ctx context.Context, progress func(string)) (*
 	if v, err := pythonVersion(files.Pyodide); err == nil {
 		s.python.Store(v)
 	}
-	pkgs, err := newInstaller(s.cfg, files.Pyodide, s.log)
+	pkgs, err := NewInstaller(s.cfg, files.Pyodide, s.log)
 	if err != nil {
 		return nil, fmt.Errorf("package installer: %w", err)
 	}
@@ -56,21 +45,21 @@ func (s *Supervisor) buildRuntime(ctx context.Context, progress func(string)) (*
 		}
 		return nil, err
 	}
-	return &runtimefiles.Ready[*installer]{Files: files, Pkgs: pkgs}, nil
+	return &runtimefiles.Ready[*Installer]{Files: files, Pkgs: pkgs}, nil
 }
 
 // runtimeStarted begins what needs the runtime published: the hold on its
 // cache entries, the pool, and the watch of this host's addresses.
-func (s *Supervisor) runtimeStarted(rt *runtimefiles.Ready[*installer]) {
+func (s *Supervisor) runtimeStarted(rt *runtimefiles.Ready[*Installer]) {
 	s.cache.HoldRuntime(rt.Files)
 	s.pool.Begin()
-	if s.addrs != nil {
-		s.wg.Go(func() { s.addrs.Watch(s.ctx, AddrPoll) })
+	if s.workers.Addrs != nil {
+		s.wg.Go(func() { s.workers.Addrs.Watch(s.ctx, worker.AddrPoll) })
 	}
 }
 
 // rebuildRuntime makes the runtime's files again, for a repair.
-func (s *Supervisor) rebuildRuntime(ctx context.Context, pkgs *installer, progress func(string)) (*runtimefiles.Files, error) {
+func (s *Supervisor) rebuildRuntime(ctx context.Context, pkgs *Installer, progress func(string)) (*runtimefiles.Files, error) {
 	files, err := s.maker.Prepare(ctx, progress)
 	if err != nil {
 		return nil, err
@@ -85,7 +74,7 @@ func (s *Supervisor) rebuildRuntime(ctx context.Context, pkgs *installer, progre
 // host unreachable, not in the cache offline) are an error wrapping
 // [ErrDeps]: every call would fail installing them. A snapshot that cannot
 // be made is logged: calls then install --deps each, as without a snapshot.
-func (s *Supervisor) withDeps(ctx context.Context, rt *runtimefiles.Files, pkgs *installer, progress func(string)) (*runtimefiles.Files, error) {
+func (s *Supervisor) withDeps(ctx context.Context, rt *runtimefiles.Files, pkgs *Installer, progress func(string)) (*runtimefiles.Files, error) {
 	if len(s.cfg.Deps) == 0 {
 		return rt, nil
 	}
@@ -142,7 +131,7 @@ func offered(mods, modules map[string]bool) {
 
 // resolveDeps resolves and fetches --deps with pkgs, pins its --deps to
 // what it resolved, and returns the set with the sha256 of each file.
-func (s *Supervisor) resolveDeps(ctx context.Context, pkgs *installer) (*runtimefiles.Deps, []string, error) {
+func (s *Supervisor) resolveDeps(ctx context.Context, pkgs *Installer) (*runtimefiles.Deps, []string, error) {
 	plan, local, err := pkgs.obtain(ctx, s.cfg.Deps, nil, map[string]bool{}, nil)
 	if err != nil {
 		return nil, nil, err
@@ -170,35 +159,4 @@ func (s *Supervisor) resolveDeps(ctx context.Context, pkgs *installer) (*runtime
 	pkgs.pinDeps(pins)
 	deps := &runtimefiles.Deps{Wheels: wheels, Files: files, Modules: slices.Sorted(maps.Keys(modules))}
 	return deps, sums, nil
-}
-
-// checkPolicy refuses a runtime whose paths no worker's permissions can
-// hold (see runtimefiles.Maker.Check).
-func (s *Supervisor) checkPolicy(rt *runtimefiles.Files) error {
-	policy, _ := s.policy(rt, false)
-	return policy.Validate(runtime.GOOS)
-}
-
-// snapshotOf starts a worker of rt that makes the memory snapshot, with
-// DENO_DIR denoDir, and returns the snapshot (see
-// runtimefiles.Maker.Snapshot).
-func (s *Supervisor) snapshotOf(ctx context.Context, rt *runtimefiles.Files, denoDir string) ([]byte, error) {
-	w, err := s.spawn(ctx, rt, RoleSnapshot, denoDir, false)
-	if err != nil {
-		return nil, err
-	}
-	var modules []string
-	if rt.Deps != nil {
-		if err := w.Conn.Install(ctx, rt.Deps.Wheels); err != nil {
-			w.Kill()
-			return nil, fmt.Errorf("install --deps for the snapshot: %w (%s)", err, w.StderrTail())
-		}
-		modules = rt.Deps.Modules
-	}
-	data, err := w.Conn.Snapshot(ctx, modules)
-	w.Kill()
-	if err != nil {
-		return nil, fmt.Errorf("make snapshot: %w (%s)", err, w.StderrTail())
-	}
-	return data, nil
 }

@@ -41,6 +41,7 @@ import (
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/js"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 )
 
@@ -48,12 +49,11 @@ const (
 	// compileTimeout bounds the compile of one wheel. sympy's 35 MB of
 	// source is the largest common case.
 	compileTimeout = 5 * time.Minute
-	// maxBytecode bounds the bytecode of one wheel, and bytecodeRatio what
-	// it may be beside the modules' source: a .pyc is about as large as its
-	// module (sympy's: 1.1×), and constant folding is bounded by the
-	// compiler (no folded constant past 4 KiB), so more is a hostile
-	// package's, which imports from source.
-	maxBytecode   = 256 << 20
+	// bytecodeRatio bounds what the bytecode of one wheel may be beside
+	// the modules' source (and worker.MaxBytecode in all): a .pyc is about
+	// as large as its module (sympy's: 1.1×), and constant folding is
+	// bounded by the compiler (no folded constant past 4 KiB), so more is a
+	// hostile package's, which imports from source.
 	bytecodeRatio = 3
 	// maxCompileQueue bounds the wheels waiting to be compiled: calls with
 	// ever new packages cannot grow it without end. One left out is
@@ -76,7 +76,7 @@ const (
 // bytecodeLimit is the most bytecode a wheel with source bytes of modules
 // may have.
 func bytecodeLimit(source int64) int64 {
-	return min(maxBytecode, bytecodeRatio*source+1<<20)
+	return min(worker.MaxBytecode, bytecodeRatio*source+1<<20)
 }
 
 // bytecoder queues the wheels to compile and compiles them, one at a time,
@@ -150,7 +150,7 @@ func (b *bytecoder) next() (f packages.LocalFile, ok bool) {
 // wedged), and stops it once the queue is empty.
 func (b *bytecoder) compileAll(cache *packages.Cache) {
 	s := b.s
-	var w *Worker
+	var w *worker.Worker
 	defer func() {
 		if w != nil {
 			w.Kill()
@@ -223,7 +223,7 @@ func (b *bytecoder) quiet() {
 
 // compile compiles one wheel in w, but for the modules skip, and stores its
 // compiled variant.
-func (b *bytecoder) compile(cache *packages.Cache, w *Worker, f packages.LocalFile, skip []string) (string, packages.Bytecode, error) {
+func (b *bytecoder) compile(cache *packages.Cache, w *worker.Worker, f packages.LocalFile, skip []string) (string, packages.Bytecode, error) {
 	s := b.s
 	release, err := s.cache.Hold(f.Path)
 	if err != nil {
@@ -244,7 +244,7 @@ func (b *bytecoder) compile(cache *packages.Cache, w *Worker, f packages.LocalFi
 	ctx, watch := watchCompile(s.ctx)
 	defer watch.stop()
 	if s.cfg.MemoryLimit > 0 {
-		s.wg.Go(func() { s.watchMemory(ctx, w, watch.overMemory) })
+		s.wg.Go(func() { w.WatchMemory(ctx, s.cfg.MemoryLimit, s.log, watch.overMemory) })
 	}
 	printed := func(lines []string) {
 		for _, l := range lines {
@@ -269,16 +269,16 @@ func (b *bytecoder) compile(cache *packages.Cache, w *Worker, f packages.LocalFi
 // startCompileWorker starts a compile worker: restored from the runtime's
 // snapshot, no network, and a read limit for the largest archive. --deps
 // queue their wheels while the runtime is being prepared: it waits for it.
-func (s *Supervisor) startCompileWorker() (*Worker, error) {
+func (s *Supervisor) startCompileWorker() (*worker.Worker, error) {
 	if _, err := s.runtime.Ensure(s.ctx, nil); err != nil {
 		return nil, err
 	}
-	return s.startWorker(s.ctx, RoleCompile, "")
+	return s.startWorker(s.ctx, worker.RoleCompile, "")
 }
 
 // plainWheels is wheels without the compiled variants: the files as
 // fetched.
-func (in *installer) plainWheels(local []packages.LocalFile) ([]bridge.Payload, error) {
+func (in *Installer) plainWheels(local []packages.LocalFile) ([]bridge.Payload, error) {
 	return in.wheelsOf(local, map[string]bool{}, false)
 }
 

@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/dustin/go-humanize"
-	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 )
 
 // Why a call was stopped from outside.
@@ -28,7 +27,7 @@ var (
 // interrupted: KeyboardInterrupt lets it end cleanly with its output and
 // traceback. Code that ignores that for the grace period, or that is over
 // its memory, is killed with its worker.
-func (s *Supervisor) call(ctx context.Context, w *Worker, run bridge.RunRequest, limit *deadline, onLine func(Line)) (Result, bridge.Files, error) {
+func (s *Supervisor) call(ctx context.Context, w *worker.Worker, run bridge.RunRequest, limit *deadline, onLine func(Line)) (Result, bridge.Files, error) {
 	stopCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	if left, ok := limit.left(); ok {
@@ -37,7 +36,7 @@ func (s *Supervisor) call(ctx context.Context, w *Worker, run bridge.RunRequest,
 	}
 	defer context.AfterFunc(s.ctx, func() { stop(errShutdown) })()
 	if s.cfg.MemoryLimit > 0 {
-		s.wg.Go(func() { s.watchMemory(stopCtx, w, func() { stop(errMemory) }) })
+		s.wg.Go(func() { w.WatchMemory(stopCtx, s.cfg.MemoryLimit, s.log, func() { stop(errMemory) }) })
 	}
 
 	out := output{limit: s.cfg.OutputLimit, onLine: onLine}
@@ -79,7 +78,7 @@ func (s *Supervisor) call(ctx context.Context, w *Worker, run bridge.RunRequest,
 		case bridge.ResultSuccess, bridge.ResultRunError:
 			res.Status = Status(o.msg.Status)
 			res.ReturnValue, res.ReturnString = capReturnValue(o.msg.ReturnValue, o.msg.ReturnString, o.msg.ReturnCut, s.cfg.OutputLimit)
-			res.Error = capText(o.msg.Error, o.msg.ErrorCut, s.errorLimit(), "error")
+			res.Error = capText(o.msg.Error, o.msg.ErrorCut, s.cfg.errorLimit(), "error")
 			return res, o.files, nil
 		}
 		o.err = fmt.Errorf("worker sent the unknown status %q", o.msg.Status)
@@ -125,7 +124,7 @@ const interruptEvery = time.Second
 // rarely and with no cause found, while a later one would have been taken.
 // A repeat reaches only code that is still running past its limit, as a
 // second Ctrl-C would.
-func interrupt(w *Worker, done <-chan outcome, grace time.Duration) (outcome, bool) {
+func interrupt(w *worker.Worker, done <-chan outcome, grace time.Duration) (outcome, bool) {
 	deadline := time.NewTimer(grace)
 	defer deadline.Stop()
 	again := time.NewTicker(interruptEvery)
@@ -155,15 +154,15 @@ func stoppedError(msg bridge.ResultFrame, reason string) string {
 
 // crashReason says how a worker ended under the code: os._exit, a crash of
 // the runtime, or a kill from outside.
-func crashReason(w *Worker, err error) string {
+func crashReason(w *worker.Worker, err error) string {
 	var fatal *bridge.FatalError
 	if errors.As(err, &fatal) {
 		return fatal.Reason
 	}
 	// Give the process a moment to be reaped, so the reason can say how it ended.
 	select {
-	case <-w.exited:
-		if w.exitErr == nil && err != nil {
+	case <-w.Ended():
+		if w.ExitErr() == nil && err != nil {
 			// worker.ts exits with 0 when its connection closes, such as
 			// after the bridge refused a frame too big: the error says why.
 			return err.Error()
@@ -223,11 +222,11 @@ const minErrorLimit = 64 << 10
 
 // errorLimit is the size past which a run's error text is cut: the output
 // limit, but never less than minErrorLimit; 0 for none.
-func (s *Supervisor) errorLimit() int {
-	if s.cfg.OutputLimit <= 0 {
+func (c Config) errorLimit() int {
+	if c.OutputLimit <= 0 {
 		return 0
 	}
-	return max(s.cfg.OutputLimit, minErrorLimit)
+	return max(c.OutputLimit, minErrorLimit)
 }
 
 // capReturnValue returns a return value whole, or cut to limit bytes (0:
@@ -269,56 +268,6 @@ func capText(text string, cutSize, limit int, what string) string {
 		}
 		cutSize = len(text)
 	}
-	return cutText(text, limit) + "\n" + fmt.Sprintf("[%s truncated: the value is %s, more than the %s limit]",
+	return worker.CutText(text, limit) + "\n" + fmt.Sprintf("[%s truncated: the value is %s, more than the %s limit]",
 		what, humanize.IBytes(uint64(cutSize)), humanize.IBytes(uint64(limit)))
-}
-
-// cutText returns the longest prefix of text of at most limit bytes that does
-// not end inside a UTF-8 sequence.
-func cutText(text string, limit int) string {
-	if len(text) <= limit {
-		return text
-	}
-	end := limit
-	// Back over at most the continuation bytes of one character: invalid
-	// text made of continuation bytes is cut anywhere.
-	for i := 1; i < utf8.UTFMax && end > 0 && !utf8.RuneStart(text[end]); i++ {
-		end--
-	}
-	if !utf8.RuneStart(text[end]) {
-		end = limit
-	}
-	return text[:end]
-}
-
-// watchMemory calls over once w's resident size passes the memory limit.
-// A reading that fails while the worker lives leaves the call unwatched and
-// says so: the limit is not silently skipped.
-func (s *Supervisor) watchMemory(ctx context.Context, w *Worker, over func()) {
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-w.exited:
-			return
-		case <-tick.C:
-		}
-		resident, err := w.Proc.Memory(ctx)
-		if err != nil {
-			// Reaped a moment before exited is closed, or unreadable.
-			select {
-			case <-w.exited:
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-				s.log.Warn("cannot read a worker's memory: the memory limit is not enforced for this call", zap.Int("pid", w.Proc.Pid()), zap.Error(err))
-			}
-			return
-		}
-		if resident > s.cfg.MemoryLimit {
-			over()
-			return
-		}
-	}
 }

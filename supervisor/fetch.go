@@ -24,7 +24,7 @@ func (s *Supervisor) Fetch(ctx context.Context, reqs []string, mirror string, pr
 	if err != nil {
 		return nil, err
 	}
-	in, err := newInstaller(s.cfg, pyodide, s.log)
+	in, err := NewInstaller(s.cfg, pyodide, s.log)
 	if err != nil {
 		return nil, fmt.Errorf("package installer: %w", err)
 	}

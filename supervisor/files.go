@@ -10,12 +10,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/mount"
 )
 
 // putMounts copies the mounted host folders into w's file system. The
 // trusted side reads them, so the worker needs no permission on the host.
-func (s *Supervisor) putMounts(ctx context.Context, w *Worker) error {
+func (s *Supervisor) putMounts(ctx context.Context, w *worker.Worker) error {
 	if len(s.mounts) == 0 {
 		return nil
 	}
@@ -45,12 +46,12 @@ func (s *Supervisor) putMounts(ctx context.Context, w *Worker) error {
 
 // watched are the directories whose changes a run sends back: the working
 // directory when files come back, and every writable mount.
-func (s *Supervisor) watched() []string {
+func (c Config) watched() []string {
 	var dirs []string
-	if s.cfg.Files {
+	if c.Files {
 		dirs = append(dirs, WorkDir)
 	}
-	for _, m := range s.cfg.Mounts {
+	for _, m := range c.Mounts {
 		if m.Writable {
 			dirs = append(dirs, m.Sandbox)
 		}

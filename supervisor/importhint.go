@@ -28,7 +28,7 @@ var missingModule = regexp.MustCompile(`(?:^|\n)ModuleNotFoundError: No module n
 // the module), and when no package name can be given for the module.
 // errText is the run's error; it comes from user code and may be forged,
 // which costs nothing but a wrong hint: the name is a Python identifier.
-func (in *installer) missingPackageNote(errText, code string, script []string, fromScript bool) string {
+func (in *Installer) missingPackageNote(errText, code string, script []string, fromScript bool) string {
 	m := missingModule.FindStringSubmatch(errText)
 	if m == nil {
 		return ""

@@ -37,7 +37,7 @@ func TestMissingPackageNote(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			in := &installer{imports: map[string]string{"numpy": "numpy"}, made: map[string]bool{"mcp_tools": tc.tools}}
+			in := &Installer{imports: map[string]string{"numpy": "numpy"}, made: map[string]bool{"mcp_tools": tc.tools}}
 			in.deps.Store(&tc.deps)
 			got := in.missingPackageNote(tc.err, tc.code, tc.script, tc.fromScript)
 			switch {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/js"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/ttlcache"
 )
@@ -24,11 +25,11 @@ import (
 // releases are seen.
 const planTTL = 10 * time.Minute
 
-// installer resolves, fetches and installs the packages of calls. It works
+// Installer resolves, fetches and installs the packages of calls. It works
 // on the trusted side: the index, the package host and the cache are its
 // alone, and workers get the files' bytes over the bridge, so user code needs
 // neither network nor file access for its dependencies.
-type installer struct {
+type Installer struct {
 	resolver *packages.Resolver
 	// mirror resolves while Pyodide's package host cannot be reached.
 	mirror   *packages.Resolver
@@ -63,9 +64,9 @@ type resolved struct {
 // of dependencies a server's calls use within planTTL.
 const maxPlans = 1024
 
-// newInstaller reads the lock file of the installed Pyodide and sets up the
+// NewInstaller reads the lock file of the installed Pyodide and sets up the
 // resolver and the package cache under the cache directory.
-func newInstaller(cfg Config, pyodideDir string, log *zap.Logger) (*installer, error) {
+func NewInstaller(cfg Config, pyodideDir string, log *zap.Logger) (*Installer, error) {
 	lock, err := packages.ReadLock(filepath.Join(pyodideDir, "pyodide-lock.json"))
 	if err != nil {
 		return nil, err
@@ -90,7 +91,7 @@ func newInstaller(cfg Config, pyodideDir string, log *zap.Logger) (*installer, e
 	if err != nil {
 		return nil, err
 	}
-	in := &installer{
+	in := &Installer{
 		resolver: resolver,
 		mirror:   resolver.WithoutPyodideHost(),
 		cache:    cache,
@@ -106,7 +107,7 @@ func newInstaller(cfg Config, pyodideDir string, log *zap.Logger) (*installer, e
 // from the cache, skipping those already installed. A failure is a
 // *packages.Error naming the requirement. Progress goes to the server's log
 // and, as Progress lines, to out if it is not nil.
-func (in *installer) files(ctx context.Context, reqs []string, installed map[string]bool, out func(Line)) ([]bridge.Payload, error) {
+func (in *Installer) files(ctx context.Context, reqs []string, installed map[string]bool, out func(Line)) ([]bridge.Payload, error) {
 	all := append(slices.Clone(*in.deps.Load()), reqs...)
 	if len(all) == 0 {
 		return nil, nil
@@ -121,11 +122,11 @@ func (in *installer) files(ctx context.Context, reqs []string, installed map[str
 // pinDeps makes --deps the exact versions in pins ("name==version"), those
 // that the snapshot holds loaded: a call's requirements are resolved with
 // them, and a package of another version can never land over a loaded one.
-func (in *installer) pinDeps(pins []string) { in.deps.Store(&pins) }
+func (in *Installer) pinDeps(pins []string) { in.deps.Store(&pins) }
 
 // progress returns the function that sends a progress line to the server's
 // log and, as a Progress line, to out if it is not nil.
-func (in *installer) progress(out func(Line)) func(string) {
+func (in *Installer) progress(out func(Line)) func(string) {
 	return func(msg string) {
 		in.log.Debug(msg)
 		if out != nil {
@@ -145,7 +146,7 @@ func (in *installer) progress(out func(Line)) func(string) {
 //
 // The plan's warnings go to out as Stderr lines: they are part of the
 // call's output, as pip's are.
-func (in *installer) obtain(ctx context.Context, reqs, inferred []string, installed map[string]bool, out func(Line)) (packages.Plan, []packages.LocalFile, error) {
+func (in *Installer) obtain(ctx context.Context, reqs, inferred []string, installed map[string]bool, out func(Line)) (packages.Plan, []packages.LocalFile, error) {
 	progressFrom(ctx).resolving(append(slices.Clone(reqs), inferred...))
 	plan, local, err := in.resolveAndFetch(ctx, reqs, inferred, installed, in.progress(out))
 	for _, w := range plan.Warnings {
@@ -158,7 +159,7 @@ func (in *installer) obtain(ctx context.Context, reqs, inferred []string, instal
 }
 
 // resolveAndFetch is obtain without the warnings.
-func (in *installer) resolveAndFetch(ctx context.Context, reqs, inferred []string, installed map[string]bool, progress func(string)) (packages.Plan, []packages.LocalFile, error) {
+func (in *Installer) resolveAndFetch(ctx context.Context, reqs, inferred []string, installed map[string]bool, progress func(string)) (packages.Plan, []packages.LocalFile, error) {
 	key := planKey(reqs, inferred)
 	plan, err := in.plan(ctx, in.resolver, key, reqs, inferred, progress)
 	var local []packages.LocalFile
@@ -189,7 +190,7 @@ func (in *installer) resolveAndFetch(ctx context.Context, reqs, inferred []strin
 }
 
 // fetch gets the files of plan not installed yet into the cache.
-func (in *installer) fetch(ctx context.Context, plan packages.Plan, installed map[string]bool, progress func(string)) ([]packages.LocalFile, error) {
+func (in *Installer) fetch(ctx context.Context, plan packages.Plan, installed map[string]bool, progress func(string)) ([]packages.LocalFile, error) {
 	var todo packages.Plan
 	for _, f := range plan.Files {
 		if !installed[f.Filename] {
@@ -205,12 +206,12 @@ func (in *installer) fetch(ctx context.Context, plan packages.Plan, installed ma
 // named by its compiled variant; one not compiled yet is queued for it (see
 // bytecode.go). Keys that name a set of files by their paths take
 // packages.SourcePath of each, which a compile does not change.
-func (in *installer) wheels(local []packages.LocalFile, installed map[string]bool) ([]bridge.Payload, error) {
+func (in *Installer) wheels(local []packages.LocalFile, installed map[string]bool) ([]bridge.Payload, error) {
 	return in.wheelsOf(local, installed, true)
 }
 
 // wheelsOf is wheels, with the compiled variants only if compiled.
-func (in *installer) wheelsOf(local []packages.LocalFile, installed map[string]bool, compiled bool) ([]bridge.Payload, error) {
+func (in *Installer) wheelsOf(local []packages.LocalFile, installed map[string]bool, compiled bool) ([]bridge.Payload, error) {
 	wheels := make([]bridge.Payload, len(local))
 	for i, f := range local {
 		path := f.Path
@@ -241,7 +242,7 @@ func planKey(reqs, inferred []string) string {
 // plan resolves reqs and the requirements inferred from imports with r (see
 // [packages.Resolver.ResolveInferred]), reusing a plan made for the same
 // requirements, under key, within planTTL.
-func (in *installer) plan(ctx context.Context, r *packages.Resolver, key string, reqs, inferred []string, progress func(string)) (packages.Plan, error) {
+func (in *Installer) plan(ctx context.Context, r *packages.Resolver, key string, reqs, inferred []string, progress func(string)) (packages.Plan, error) {
 	if got, ok := in.plans.Get(key); ok {
 		progress("resolved " + strings.Join(append(slices.Clone(reqs), inferred...), ", ") + " (as resolved " + time.Since(got.at).Round(time.Second).String() + " ago)")
 		return got.plan, nil
@@ -280,7 +281,7 @@ const maxImportRounds = 2
 // worker of a learned set it also hides the set's modules and claims its
 // wheels instead of installing them (see [inference]), and the error is
 // errUnfit when the set is not what the rounds would install.
-func (in *installer) fromImports(ctx context.Context, w *Worker, code string, installed map[string]bool, out func(Line), inf *inference) (reqs []string, phase installPhase, err error) {
+func (in *Installer) fromImports(ctx context.Context, w *worker.Worker, code string, installed map[string]bool, out func(Line), inf *inference) (reqs []string, phase installPhase, err error) {
 	// Without the word there is no import statement to find: skip the round trip.
 	if !strings.Contains(code, "import") {
 		if len(inf.unclaimed) > 0 {
@@ -377,7 +378,7 @@ func (in *installer) fromImports(ctx context.Context, w *Worker, code string, in
 // checked to provide the imported top-level module: a look-alike project
 // that took the name on the index, or a project some table maps wrongly, is
 // dropped and the rest resolved again.
-func (in *installer) inferredFiles(ctx context.Context, fresh []packages.Inferred, earlier []string, installed map[string]bool, out func(Line)) ([]bridge.Payload, []string, map[string]string, error) {
+func (in *Installer) inferredFiles(ctx context.Context, fresh []packages.Inferred, earlier []string, installed map[string]bool, out func(Line)) ([]bridge.Payload, []string, map[string]string, error) {
 	progress := in.progress(out)
 	firm := append(slices.Clone(*in.deps.Load()), earlier...)
 	skipped := map[string]string{}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 	pt "github.com/mcp-run-python/mcp-run-python/supervisor/packages/packagestest"
 )
 
@@ -41,7 +42,7 @@ func wheel(t *testing.T, name, version, source string) bridge.Payload {
 
 // takeWorker returns a supervisor and a warm worker taken from it, retired
 // when the test ends.
-func takeWorker(t *testing.T) (*Supervisor, *Worker) {
+func takeWorker(t *testing.T) (*Supervisor, *worker.Worker) {
 	t.Helper()
 	s := start(t, Config{Workers: 1})
 	w, err := s.takeWorker(context.Background(), "", "")

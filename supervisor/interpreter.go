@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 )
 
 // interpreter is where a call's code runs: a fresh worker of the pool's
@@ -19,10 +20,10 @@ type interpreter interface {
 	// acquire returns the worker for a call of principal: one of learned
 	// set kind, if the interpreter has one ("" for a plain worker). The
 	// time it waits for one does not count against limit.
-	acquire(ctx context.Context, limit *deadline, principal, kind string) (*Worker, error)
+	acquire(ctx context.Context, limit *deadline, principal, kind string) (*worker.Worker, error)
 	// release is done with w: the call is over, or its learned set did not
 	// fit the call.
-	release(w *Worker)
+	release(w *worker.Worker)
 	// learns reports whether calls get a learned set's worker and count
 	// toward learning sets: a fresh interpreter's do, a session's, whose
 	// packages are its own business, do not.
@@ -35,7 +36,7 @@ type interpreter interface {
 
 // pooled is the interpreter of a call in a fresh worker: taken warm from
 // the pool and retired after the call, so that no state survives it (its
-// process may serve the next call, in a new interpreter: see recycle.go).
+// process may serve the next call, in a new interpreter: see worker/recycle.go).
 type pooled struct{ s *Supervisor }
 
 var (
@@ -47,7 +48,7 @@ var (
 func (pooled) installedFiles(rt *runtimefiles.Files) map[string]bool { return rt.Preinstalled() }
 
 // acquire takes a warm worker that answers (see takeWorker).
-func (p pooled) acquire(ctx context.Context, limit *deadline, principal, kind string) (*Worker, error) {
+func (p pooled) acquire(ctx context.Context, limit *deadline, principal, kind string) (*worker.Worker, error) {
 	waited := time.Now()
 	w, err := p.s.takeWorker(ctx, principal, kind)
 	limit.extend(time.Since(waited))
@@ -55,7 +56,7 @@ func (p pooled) acquire(ctx context.Context, limit *deadline, principal, kind st
 }
 
 // release retires w: the pool recycles it or starts a replacement.
-func (p pooled) release(w *Worker) { p.s.pool.Retire(w) }
+func (p pooled) release(w *worker.Worker) { p.s.pool.Retire(w) }
 
 func (pooled) learns() bool    { return true }
 func (pooled) mountsDue() bool { return true }
@@ -67,13 +68,13 @@ func (pooled) mountsPut()      {}
 func (ss *Session) installedFiles(*runtimefiles.Files) map[string]bool { return ss.installed }
 
 // acquire returns the session's worker; it never has a learned set.
-func (ss *Session) acquire(context.Context, *deadline, string, string) (*Worker, error) {
+func (ss *Session) acquire(context.Context, *deadline, string, string) (*worker.Worker, error) {
 	return ss.w, nil
 }
 
 // release keeps the worker: it holds the session's state. Session.Run
 // ends the session if the call lost it.
-func (ss *Session) release(*Worker) {}
+func (ss *Session) release(*worker.Worker) {}
 
 func (ss *Session) learns() bool    { return false }
 func (ss *Session) mountsDue() bool { return !ss.mounted }

@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/cachedir/cachedirtest"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 )
 
 func TestInferenceClaims(t *testing.T) {
@@ -115,8 +116,8 @@ func TestLearnSetClosing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	s.bridge = b
-	s.launch = func(*exec.Cmd) (Process, error) {
+	s.workers.Bridge = b
+	s.workers.Launch = func(*exec.Cmd) (worker.Process, error) {
 		s.cancel() // the server closes while the snapshot is being made
 		return nil, context.Canceled
 	}

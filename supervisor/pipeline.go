@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 )
 
@@ -50,13 +51,13 @@ type pipeline struct {
 
 	start      time.Time
 	limit      *deadline                       // from resolve
-	rt         *runtimefiles.Ready[*installer] // from resolve
+	rt         *runtimefiles.Ready[*Installer] // from resolve
 	script     []string                        // the PEP 723 block's dependencies
 	fromScript bool                            // the code has a PEP 723 block
 	installed  map[string]bool                 // the package files the interpreter has, and those fetched
 	wheels     []bridge.Payload                // fetched, not installed yet
 	reqs       []string                        // the requirements installed: the result's dependencies
-	w          *Worker                         // from acquire
+	w          *worker.Worker                  // from acquire
 	files      bridge.Files                    // from run
 
 	res Result
@@ -286,7 +287,7 @@ func (p *pipeline) mount(ctx context.Context) bool {
 // run runs the code (see Supervisor.call).
 func (p *pipeline) run(ctx context.Context) bool {
 	s := p.s
-	run := bridge.RunRequest{Code: p.req.Code, Globals: p.req.Globals, Watch: s.watched(), FilesLimit: s.cfg.FilesLimit}
+	run := bridge.RunRequest{Code: p.req.Code, Globals: p.req.Globals, Watch: s.cfg.watched(), FilesLimit: s.cfg.FilesLimit}
 	stop := p.progress.running(&s.wg)
 	p.res, p.files, p.err = s.call(ctx, p.w, run, p.limit, p.req.OnLine)
 	stop()

@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/mount"
 	pt "github.com/mcp-run-python/mcp-run-python/supervisor/packages/packagestest"
 )
@@ -55,7 +56,7 @@ func (p *fakeProc) CPUTime(context.Context) (time.Duration, error) { return 0, n
 // can import what it was given and what it is sent, and records the frames
 // it gets.
 type memWorker struct {
-	w *Worker
+	w *worker.Worker
 
 	mu       sync.Mutex
 	frames   []string        // the types of the frames it got, in order
@@ -93,7 +94,7 @@ func newMemWorker(t *testing.T, srv *bridge.Server, kind string, installed map[s
 	}
 	stderr, stderrW := io.Pipe()
 	p := &fakeProc{killed: make(chan struct{}), stderr: stderrW}
-	w := newWorker(new(tracker.Tracker), p, io.NopCloser(nil), stderr, zap.NewNop(), func() {})
+	w := worker.New(new(tracker.Tracker), p, io.NopCloser(nil), stderr, zap.NewNop(), func() {})
 	w.Conn, w.Kind, w.Installed = conn, kind, installed
 	m := &memWorker{w: w, modules: map[string]bool{"json": true}}
 	for name := range installed {
@@ -198,11 +199,11 @@ type memPool struct {
 	mu       sync.Mutex
 	asked    []string // the kinds acquired, in order
 	workers  []*memWorker
-	released []*Worker
+	released []*worker.Worker
 }
 
 func (p *memPool) installedFiles(rt *runtimefiles.Files) map[string]bool { return rt.Preinstalled() }
-func (p *memPool) acquire(_ context.Context, _ *deadline, _, kind string) (*Worker, error) {
+func (p *memPool) acquire(_ context.Context, _ *deadline, _, kind string) (*worker.Worker, error) {
 	m := newMemWorker(p.t, p.srv, kind, p.sets[kind])
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -210,7 +211,7 @@ func (p *memPool) acquire(_ context.Context, _ *deadline, _, kind string) (*Work
 	p.workers = append(p.workers, m)
 	return m.w, nil
 }
-func (p *memPool) release(w *Worker) {
+func (p *memPool) release(w *worker.Worker) {
 	p.mu.Lock()
 	p.released = append(p.released, w)
 	p.mu.Unlock()
@@ -239,12 +240,12 @@ func memSupervisor(t *testing.T, cfg Config, repo *pt.Repo) (*Supervisor, *bridg
 			t.Error(err)
 		}
 	})
-	pkgs, err := newInstaller(s.cfg, dir, s.log)
+	pkgs, err := NewInstaller(s.cfg, dir, s.log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pkgs.made = s.runnerModules()
-	setRuntime(t, s, &runtimefiles.Ready[*installer]{Files: &runtimefiles.Files{Key: "0123456789abcdef", Root: dir}, Pkgs: pkgs})
+	setRuntime(t, s, &runtimefiles.Ready[*Installer]{Files: &runtimefiles.Files{Key: "0123456789abcdef", Root: dir}, Pkgs: pkgs})
 	s.learn.making = true // no learned snapshot is made here: it needs deno
 	srv, err := bridge.Listen(zap.NewNop(), 1<<20, "")
 	if err != nil {
@@ -255,11 +256,11 @@ func memSupervisor(t *testing.T, cfg Config, repo *pt.Repo) (*Supervisor, *bridg
 }
 
 // setRuntime gives s the runtime rt, built by no deno.
-func setRuntime(t *testing.T, s *Supervisor, rt *runtimefiles.Ready[*installer]) {
+func setRuntime(t *testing.T, s *Supervisor, rt *runtimefiles.Ready[*Installer]) {
 	t.Helper()
-	s.runtime = runtimefiles.NewKeeper(s.ctx, &s.wg, s.log, runtimefiles.Builds[*installer]{
-		Build:   func(context.Context, func(string)) (*runtimefiles.Ready[*installer], error) { return rt, nil },
-		Started: func(*runtimefiles.Ready[*installer]) {},
+	s.runtime = runtimefiles.NewKeeper(s.ctx, &s.wg, s.log, runtimefiles.Builds[*Installer]{
+		Build:   func(context.Context, func(string)) (*runtimefiles.Ready[*Installer], error) { return rt, nil },
+		Started: func(*runtimefiles.Ready[*Installer]) {},
 	})
 	if !s.wg.Enter() {
 		t.Fatal("the supervisor is closed")

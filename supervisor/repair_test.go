@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcp-run-python/mcp-run-python/supervisor/cachedir/cachedirtest"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
@@ -91,8 +92,8 @@ func TestARuntimeRemovedAsAWorkerStartsIsRebuilt(t *testing.T) {
 	var armed atomic.Bool
 	s := New(Config{Deno: testDeno(t), CacheDir: cache, Workers: 1, Timeout: 30 * time.Second}, zaptest.NewLogger(t))
 	oneCallPerProcess(s) // the second call's worker is a new process
-	launch := s.launch
-	s.launch = func(cmd *exec.Cmd) (Process, error) {
+	launch := s.workers.Launch
+	s.workers.Launch = func(cmd *exec.Cmd) (worker.Process, error) {
 		if armed.CompareAndSwap(true, false) {
 			// Between the start's check of the runtime's files and deno's
 			// start: the worker's directory is gone as deno is started in it.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,11 +16,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/js"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/pool"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/mount"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/proc"
@@ -198,7 +199,7 @@ type Health struct {
 // Supervisor runs Python code in a pool of sandboxed workers. Each call
 // gets a fresh interpreter, so no state survives from call to call: a new
 // runner in a worker process that served calls before it, where the
-// process can be checked for leftovers (recycle.go), else a new process;
+// process can be checked for leftovers (worker/recycle.go), else a new process;
 // the pool keeps interpreters warm so calls do not wait for Pyodide to boot.
 //
 // The Supervisor keeps the lifecycle (New, Start, Warmup, Close, and the
@@ -216,11 +217,9 @@ type Supervisor struct {
 	// starts, and admits no call once Close has begun: Close waits for it.
 	wg tracker.Tracker
 
-	runtime *runtimefiles.Keeper[*installer] // prepares, repairs and hands out the runtime
+	runtime *runtimefiles.Keeper[*Installer] // prepares, repairs and hands out the runtime
 	maker   *runtimefiles.Maker              // makes the runtime's files and snapshots
-	bridge  *bridge.Server                   // set by the runtime's first build
-	run     *runtimefiles.RunDir             // set with the bridge: this server's temporary files
-	launch  Launcher                         // starts worker processes
+	workers *worker.Starter                  // starts workers: the bridge, the run directory, the sandbox
 	pool    *workerPool
 	learn   *learner
 	memOnce sync.Once // the first worker's memory has been read
@@ -229,9 +228,6 @@ type Supervisor struct {
 	sessions   map[*Session]struct{} // live sessions
 
 	cache *runtimefiles.Cache // the cache entries held, and their pruning
-	// addrs follows this host's addresses for the default network's deny
-	// list (netdeny.go); nil for other networks.
-	addrs *AddrWatch
 
 	mounts []*mount.Folder // cfg.Mounts, each pinned to its folder at New
 }
@@ -255,27 +251,42 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 	for _, m := range cfg.Mounts {
 		s.mounts = append(s.mounts, mount.Pin(m))
 	}
-	s.maker = &runtimefiles.Maker{Deno: cfg.Deno, CacheDir: cfg.CacheDir, Log: log, Check: s.checkPolicy, Snapshot: s.snapshotOf}
-	s.runtime = runtimefiles.NewKeeper(ctx, &s.wg, log, runtimefiles.Builds[*installer]{
+	s.runtime = runtimefiles.NewKeeper(ctx, &s.wg, log, runtimefiles.Builds[*Installer]{
 		Build: s.buildRuntime, Started: s.runtimeStarted, Rebuild: s.rebuildRuntime,
 		Remake: func(rt *runtimefiles.Files) { s.maker.RemakeSnapshot(ctx, rt) },
 	})
 	s.cache = runtimefiles.NewCache(ctx, &s.wg, log, cfg.CacheDir, cfg.CacheLimit, s.runtime.Files)
 	s.learn = newLearner()
 	s.metrics = newMetrics(s, cfg.Metrics, log)
-	s.launch = PlatformLauncher(cfg.MemoryLimit)
-	hooks := pool.Hooks[*Worker]{
-		Start:   func(ctx context.Context, kind string) (*Worker, error) { return s.startWorker(ctx, RoleCall, kind) },
-		Restore: s.restore,
+	s.workers = &worker.Starter{Config: worker.Config{Deno: cfg.Deno, StartTimeout: cfg.StartTimeout, OutputLimit: cfg.OutputLimit,
+		ErrorLimit: cfg.errorLimit(), CodeLimit: cfg.CodeLimit, FilesLimit: cfg.FilesLimit, Watch: cfg.watched(),
+		Networking: cfg.Networking, AllowNet: cfg.AllowNet, PrivateNetworks: cfg.PrivateNetworks},
+		Ctx: ctx, WG: &s.wg, Log: log, Launch: worker.PlatformLauncher(cfg.MemoryLimit),
+		Recycles: func() bool { return s.pool.Recycles() },
+		Remake:   s.runtime.RemakeSnapshot,
+		Current: func(rt *runtimefiles.Files, kind string) bool {
+			return rt == s.runtime.Files() || rt == s.learn.runtime(kind)
+		},
+	}
+	s.maker = &runtimefiles.Maker{Deno: cfg.Deno, CacheDir: cfg.CacheDir, Log: log, Snapshot: s.workers.Snapshot,
+		Check: func(rt *runtimefiles.Files) error {
+			policy, _ := s.workers.Policy(rt, false)
+			return policy.Validate(runtime.GOOS)
+		}}
+	hooks := pool.Hooks[*worker.Worker]{
+		Start: func(ctx context.Context, kind string) (*worker.Worker, error) {
+			return s.startWorker(ctx, worker.RoleCall, kind)
+		},
+		Restore: s.workers.Restore,
 		Hot:     s.learn.hot,
 	}
 	if proc.HasThreads {
-		// A worker process serves several calls, a runner each (recycle.go).
-		hooks.Recycle = s.recycle
+		// A worker process serves several calls, a runner each (worker/recycle.go).
+		hooks.Recycle = s.workers.Recycle
 	}
 	if cfg.Networking && len(cfg.AllowNet) == 0 {
-		s.addrs = NewAddrWatch(net.InterfaceAddrs, log, func() { s.pool.RetireStale() })
-		hooks.Stale = func(w *Worker) bool { return s.addrs.Stale(w.netGen) }
+		s.workers.Addrs = worker.NewAddrWatch(net.InterfaceAddrs, log, func() { s.pool.RetireStale() })
+		hooks.Stale = s.workers.Stale
 	}
 	s.pool = pool.New(ctx, pool.Config{Workers: cfg.Workers, Warm: cfg.Warm, Queue: cfg.Queue, QueueTimeout: cfg.QueueTimeout,
 		PerPrincipal: max(cfg.MaxCallsPerPrincipal, 0)}, hooks, &s.wg, log, s.metrics.restarts, s.metrics.poolWait)
@@ -287,7 +298,7 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 // server, and again when they go missing as the worker starts (see
 // startAttempts). A kind names a learned set of packages (see learn.go) to
 // start the worker from; one that is gone or broken gives a plain worker.
-func (s *Supervisor) startWorker(ctx context.Context, r Role, kind string) (*Worker, error) {
+func (s *Supervisor) startWorker(ctx context.Context, r worker.Role, kind string) (*worker.Worker, error) {
 	w, err := s.startOnce(ctx, r, kind)
 	for try := 1; errors.Is(err, runtimefiles.ErrGone) && try < startAttempts && ctx.Err() == nil; try++ {
 		s.log.Warn("a worker could not start for a file of the Python runtime gone; rebuilding it and starting again", zap.Error(err))
@@ -315,7 +326,7 @@ func (s *Supervisor) startWorker(ctx context.Context, r Role, kind string) (*Wor
 const startAttempts = 3
 
 // startOnce is one attempt of startWorker.
-func (s *Supervisor) startOnce(ctx context.Context, r Role, kind string) (*Worker, error) {
+func (s *Supervisor) startOnce(ctx context.Context, r worker.Role, kind string) (*worker.Worker, error) {
 	ready := s.runtime.Current()
 	if what := ready.Files.Missing(); what != "" {
 		var err error
@@ -336,8 +347,8 @@ func (s *Supervisor) startOnce(ctx context.Context, r Role, kind string) (*Worke
 			kind = ""
 		}
 	}
-	// A plain worker of the pool starts on standby (see standby.go).
-	w, err := s.spawn(ctx, rt, r, "", r == RoleCall && kind == "")
+	// A plain worker of the pool starts on standby (see worker/standby.go).
+	w, err := s.workers.Start(ctx, rt, r, "", r == worker.RoleCall && kind == "")
 	if err == nil {
 		w.Kind = kind
 		if rt.Deps != nil {
@@ -477,17 +488,5 @@ func (s *Supervisor) Close(ctx context.Context) error {
 		return ctx.Err()
 	}
 	s.cache.Release()
-	var err error
-	if s.bridge != nil {
-		err = s.bridge.Close()
-	}
-	if s.run != nil {
-		err = errors.Join(err, s.run.Close())
-	}
-	return err
+	return s.workers.Close()
 }
-
-// bridgeReadLimit is the largest frame read from a worker until it serves
-// (see servingReadLimit): big enough for the memory snapshot (about 30 MB)
-// and a call's output.
-func (s *Supervisor) bridgeReadLimit() int64 { return 64<<20 + int64(s.cfg.OutputLimit) }

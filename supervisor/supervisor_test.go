@@ -54,7 +54,7 @@ func testCache(t *testing.T) string {
 }
 
 // oneCallPerProcess makes each of s's worker processes serve one call, as
-// where threads cannot be counted (see recycle.go): for tests of what a
+// where threads cannot be counted (see worker/recycle.go): for tests of what a
 // worker process's start does. Before s's first call.
 func oneCallPerProcess(s *Supervisor) {
 	s.pool.StopRecycling()
@@ -463,29 +463,6 @@ func TestCapReturnValue(t *testing.T) {
 			}
 			if text != tt.want {
 				t.Errorf("capReturnValue = %q, want %q", text, tt.want)
-			}
-		})
-	}
-}
-
-func TestCutText(t *testing.T) {
-	tests := []struct {
-		name, text string
-		limit      int
-		want       string
-	}{
-		{"fits", "abc", 3, "abc"},
-		{"ASCII", "abcdef", 4, "abcd"},
-		{"before a 2-byte character", "aé", 2, "a"},
-		{"before a 3-byte character", "ab日", 4, "ab"},
-		{"before a 4-byte character", "a🐍", 4, "a"},
-		{"after a 4-byte character", "🐍a", 4, "🐍"},
-		{"continuation bytes only", "\x80\x80\x80\x80\x80\x80", 5, "\x80\x80\x80\x80\x80"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := cutText(tt.text, tt.limit); got != tt.want {
-				t.Errorf("cutText(%q, %d) = %q, want %q", tt.text, tt.limit, got, tt.want)
 			}
 		})
 	}

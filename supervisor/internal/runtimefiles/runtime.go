@@ -40,7 +40,7 @@ type Files struct {
 
 // Dir is the working directory of a worker process: one that is there on
 // every platform and stays, the program's. A runner can move its process
-// out of it (recycle.go).
+// out of it (worker/recycle.go).
 func (rt *Files) Dir() string { return filepath.Dir(rt.Entry) }
 
 // firstMissing returns the first of paths that does not exist, or "".

@@ -1,4 +1,4 @@
-package supervisor
+package worker
 
 import (
 	"fmt"
@@ -93,4 +93,27 @@ func TestStderrDrained(t *testing.T) {
 			t.Errorf("%d bytes kept, want at most about %d", len(tail), stderrLines*maxStderrLine)
 		}
 	})
+}
+
+func TestCutText(t *testing.T) {
+	tests := []struct {
+		name, text string
+		limit      int
+		want       string
+	}{
+		{"fits", "abc", 3, "abc"},
+		{"ASCII", "abcdef", 4, "abcd"},
+		{"before a 2-byte character", "aé", 2, "a"},
+		{"before a 3-byte character", "ab日", 4, "ab"},
+		{"before a 4-byte character", "a🐍", 4, "a"},
+		{"after a 4-byte character", "🐍a", 4, "🐍"},
+		{"continuation bytes only", "\x80\x80\x80\x80\x80\x80", 5, "\x80\x80\x80\x80\x80"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := CutText(tt.text, tt.limit); got != tt.want {
+				t.Errorf("CutText(%q, %d) = %q, want %q", tt.text, tt.limit, got, tt.want)
+			}
+		})
+	}
 }

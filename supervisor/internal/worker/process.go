@@ -1,9 +1,10 @@
-package supervisor
+package worker
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -13,6 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -58,7 +61,7 @@ type Worker struct {
 	python   string // Python version the worker reported, such as "3.14.2"
 	restored bool   // Pyodide came from the memory snapshot
 	// Kind names the learned set of packages the worker's snapshot holds
-	// loaded, with their files installed (see learn.go); "" for none.
+	// loaded, with their files installed (see the supervisor's learn.go); "" for none.
 	Kind      string
 	Installed map[string]bool // the files of the packages it was started with
 	// standby is set for a worker started lazily: its interpreter is made
@@ -94,9 +97,9 @@ type Worker struct {
 	stderr []string // last lines, for error messages
 }
 
-// newWorker watches a started process on a goroutine of g: it collects its
+// New watches a started process on a goroutine of g: it collects its
 // stderr, reaps it and then runs cleanup.
-func newWorker(g *tracker.Tracker, p Process, stdin io.Closer, stderr io.Reader, log *zap.Logger, cleanup func()) *Worker {
+func New(g *tracker.Tracker, p Process, stdin io.Closer, stderr io.Reader, log *zap.Logger, cleanup func()) *Worker {
 	w := &Worker{Proc: p, stdin: stdin, exited: make(chan struct{}), released: make(chan struct{})}
 	watch := func() {
 		w.collectStderr(stderr, log) // Wait closes the pipe: read it all first
@@ -113,6 +116,114 @@ func newWorker(g *tracker.Tracker, p Process, stdin io.Closer, stderr io.Reader,
 		go watch()
 	}
 	return w
+}
+
+// Config is what starting workers and serving calls with them take of the
+// supervisor's configuration.
+type Config struct {
+	Deno         string        // path of the deno executable
+	StartTimeout time.Duration // bounds a worker's start
+	OutputLimit  int           // bytes of output kept per call; 0 for none
+	ErrorLimit   int           // bytes of a run's error text; 0 for none
+	CodeLimit    int           // bytes of code; 0 for none
+	FilesLimit   int64         // bytes of the files a call sends back
+	Watch        []string      // the directories whose changes a run sends back
+	// Networking, AllowNet and PrivateNetworks are the runners' network:
+	// see supervisor.Config.
+	Networking      bool
+	AllowNet        []string
+	PrivateNetworks bool
+}
+
+// Starter starts workers, and makes and recycles their interpreters: the
+// one value that holds the bridge they connect to, the run directory of
+// their DENO_DIRs, their sandbox (Policy) and the launcher of their
+// processes.
+type Starter struct {
+	Config
+	Ctx    context.Context  // the supervisor's: restores end when it closes
+	WG     *tracker.Tracker // the supervisor's: every goroutine a worker needs
+	Log    *zap.Logger
+	Launch Launcher
+	// Addrs follows this host's addresses for the default network's deny
+	// list (netdeny.go); nil for other networks.
+	Addrs *AddrWatch
+	// Bridge and Run are set by Listen, in the runtime's first build,
+	// before any worker starts; Close closes them.
+	Bridge *bridge.Server
+	Run    *runtimefiles.RunDir
+	// Recycles reports whether worker processes serve several calls (see
+	// recycle.go), whose growth is then read.
+	Recycles func() bool
+	// Remake is told of a snapshot a worker could not restore from.
+	Remake func(rt *runtimefiles.Files)
+	// Current reports whether rt is still what workers of kind start from:
+	// a worker of a runtime replaced is not recycled.
+	Current func(rt *runtimefiles.Files, kind string) bool
+}
+
+// Listen makes the run directory and the bridge, unless they are there.
+func (s *Starter) Listen() error {
+	if s.Run == nil {
+		run, err := runtimefiles.OpenRunDir(s.Log)
+		if err != nil {
+			return err
+		}
+		s.Run = run
+	}
+	if s.Bridge == nil {
+		b, err := bridge.Listen(s.Log, s.bridgeReadLimit(), s.Run.BridgeSocket())
+		if err != nil {
+			return err
+		}
+		s.Bridge = b
+	}
+	return nil
+}
+
+// Close closes the bridge and removes the run directory, once no worker
+// is left.
+func (s *Starter) Close() error {
+	var err error
+	if s.Bridge != nil {
+		err = s.Bridge.Close()
+	}
+	if s.Run != nil {
+		err = errors.Join(err, s.Run.Close())
+	}
+	return err
+}
+
+// bridgeReadLimit is the largest frame read from a worker until it serves
+// (see servingReadLimit): big enough for the memory snapshot (about 30 MB)
+// and a call's output.
+func (s *Starter) bridgeReadLimit() int64 { return 64<<20 + int64(s.OutputLimit) }
+
+// Stale reports whether w's --deny-net predates a change of this host's
+// addresses.
+func (s *Starter) Stale(w *Worker) bool { return s.Addrs.Stale(w.netGen) }
+
+// Snapshot starts a worker of rt that makes the memory snapshot, with
+// DENO_DIR denoDir, and returns the snapshot (see runtimefiles.Maker).
+func (s *Starter) Snapshot(ctx context.Context, rt *runtimefiles.Files, denoDir string) ([]byte, error) {
+	w, err := s.Start(ctx, rt, RoleSnapshot, denoDir, false)
+	if err != nil {
+		return nil, err
+	}
+	var modules []string
+	if rt.Deps != nil {
+		if err := w.Conn.Install(ctx, rt.Deps.Wheels); err != nil {
+			w.Kill()
+			return nil, fmt.Errorf("install --deps for the snapshot: %w (%s)", err, w.StderrTail())
+		}
+		modules = rt.Deps.Modules
+	}
+	data, err := w.Conn.Snapshot(ctx, modules)
+	w.Kill()
+	if err != nil {
+		return nil, fmt.Errorf("make snapshot: %w (%s)", err, w.StderrTail())
+	}
+	return data, nil
 }
 
 // workerConfig is what worker.ts reads from stdin, as one line of JSON.
@@ -145,55 +256,55 @@ const (
 	RoleCall     Role = iota // one call in a fresh interpreter, from the pool
 	RoleSession              // the calls of a session, keeping their state
 	RoleSnapshot             // making the memory snapshot
-	RoleCompile              // compiling packages to bytecode (bytecode.go); never runs user code
+	RoleCompile              // compiling packages to bytecode (the supervisor's bytecode.go); never runs user code
 )
 
-// policy is the sandbox of a worker: it reads the runtime files it needs and
+// Policy is the sandbox of a worker: it reads the runtime files it needs and
 // reaches the bridge; its runner reaches the network only if allowed, and
 // with the default network never this host, the private networks (unless
 // allowed) or its neighbours' metadata services (see deniedNets). With the
 // default network it also returns the generation of this host's addresses
 // it denies (see addrWatch); else 0.
-func (s *Supervisor) policy(rt *runtimefiles.Files, makeSnapshot bool) (permissions.Policy, uint64) {
+func (s *Starter) Policy(rt *runtimefiles.Files, makeSnapshot bool) (permissions.Policy, uint64) {
 	p := permissions.Policy{
 		Read:    []string{rt.Pyodide},
 		Program: filepath.Dir(rt.Entry),
-		Bridge:  permissions.Bridge{Addr: s.bridge.Addr(), Socket: s.bridge.Socket()},
+		Bridge:  permissions.Bridge{Addr: s.Bridge.Addr(), Socket: s.Bridge.Socket()},
 	}
 	if !makeSnapshot && rt.Snapshot != "" {
 		p.Read = append(p.Read, rt.Snapshot)
 	}
 	var gen uint64
 	switch {
-	case makeSnapshot || !s.cfg.Networking:
-	case len(s.cfg.AllowNet) > 0:
-		p.Network = permissions.Network{Hosts: s.cfg.AllowNet}
+	case makeSnapshot || !s.Networking:
+	case len(s.AllowNet) > 0:
+		p.Network = permissions.Network{Hosts: s.AllowNet}
 	default:
 		// Read per worker: a laptop's addresses change as it moves.
 		var own []netip.Addr
-		own, gen = s.addrs.current()
-		p.Network = permissions.Network{All: true, Deny: deniedNets(s.bridge.Socket() == "", !s.cfg.PrivateNetworks, own)}
+		own, gen = s.Addrs.current()
+		p.Network = permissions.Network{All: true, Deny: deniedNets(s.Bridge.Socket() == "", !s.PrivateNetworks, own)}
 	}
 	return p, gen
 }
 
-// spawn starts a worker for r and waits until it is connected and has loaded
+// Start starts a worker for r and waits until it is connected and has loaded
 // Pyodide. A snapshot worker is returned once connected: it sends its
 // snapshot instead of a ready frame. A lazy one is returned on standby,
 // with Pyodide's module compiled and no interpreter yet: see standby.go.
 // denoDir is the worker's DENO_DIR; "" gives it a private copy of the
 // runtime's code cache, removed when it exits, or none when there is no
 // code cache.
-func (s *Supervisor) spawn(ctx context.Context, rt *runtimefiles.Files, r Role, denoDir string, lazy bool) (*Worker, error) {
+func (s *Starter) Start(ctx context.Context, rt *runtimefiles.Files, r Role, denoDir string, lazy bool) (*Worker, error) {
 	makeSnapshot := r == RoleSnapshot
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.StartTimeout)
 	defer cancel()
 
 	secret := bridge.NewSecret()
-	connected, withdraw := s.bridge.Expect(secret)
+	connected, withdraw := s.Bridge.Expect(secret)
 	defer withdraw()
 
-	policy, netGen := s.policy(rt, makeSnapshot)
+	policy, netGen := s.Policy(rt, makeSnapshot)
 	if r == RoleCompile {
 		policy.Network, netGen = permissions.Network{}, 0 // a compile reaches nothing
 	}
@@ -202,7 +313,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimefiles.Files, r Role, 
 		denoDir = rt.NoDenoDir
 		if rt.CodeCache != "" {
 			var err error
-			if private, err = runtimefiles.PrivateDenoDir(s.run, rt.CodeCache); err != nil {
+			if private, err = runtimefiles.PrivateDenoDir(s.Run, rt.CodeCache); err != nil {
 				return nil, err
 			}
 			denoDir = private
@@ -214,17 +325,17 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimefiles.Files, r Role, 
 			_ = os.RemoveAll(private)
 		}
 	}
-	init := workerInit{Type: "init", Pyodide: rt.Pyodide, MakeSnapshot: makeSnapshot, OutputLimit: s.cfg.OutputLimit, ErrorLimit: s.errorLimit(), Session: r == RoleSession, Lazy: lazy}
+	init := workerInit{Type: "init", Pyodide: rt.Pyodide, MakeSnapshot: makeSnapshot, OutputLimit: s.OutputLimit, ErrorLimit: s.ErrorLimit, Session: r == RoleSession, Lazy: lazy}
 	if !makeSnapshot {
 		init.Snapshot = rt.Snapshot
 	}
 	if r == RoleCall || r == RoleSession {
-		init.Watch = s.watched()
+		init.Watch = s.Watch
 	}
 	config, err := json.Marshal(workerConfig{
 		Secret:      secret,
-		Bridge:      s.bridge.URL(),
-		Socket:      s.bridge.Socket(),
+		Bridge:      s.Bridge.URL(),
+		Socket:      s.Bridge.Socket(),
 		Init:        init,
 		Permissions: permissions.Runner(policy),
 	})
@@ -233,7 +344,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimefiles.Files, r Role, 
 	}
 
 	args := append([]string{"run", v8Flags}, permissions.Flags(policy)...)
-	cmd := exec.Command(s.cfg.Deno, append(args, rt.Entry)...)
+	cmd := exec.Command(s.Deno, append(args, rt.Entry)...)
 	cmd.Env = runtimefiles.DenoEnv(denoDir)
 	cmd.Dir = rt.Dir()
 	stdin, err := cmd.StdinPipe()
@@ -246,19 +357,19 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimefiles.Files, r Role, 
 		removePrivate()
 		return nil, err
 	}
-	p, err := s.launch(cmd)
+	p, err := s.Launch(cmd)
 	if err != nil {
 		removePrivate()
 		return nil, fmt.Errorf("start deno: %w", err)
 	}
-	log := s.log.With(zap.Int("pid", p.Pid()))
+	log := s.Log.With(zap.Int("pid", p.Pid()))
 	if r == RoleCompile {
-		// A compile is background work: calls come first (bytecode.go).
+		// A compile is background work: calls come first (the supervisor's bytecode.go).
 		if err := proc.Background(p.Pid()); err != nil {
 			log.Debug("a compile worker keeps its CPU priority", zap.Error(err))
 		}
 	}
-	w := newWorker(&s.wg, p, stdin, stderr, log, removePrivate)
+	w := New(s.WG, p, stdin, stderr, log, removePrivate)
 	w.netGen = netGen
 	// The config is one line; the pipe stays open as the worker's lifeline.
 	// A worker that died at once fails the write: its exit says why.
@@ -296,7 +407,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimefiles.Files, r Role, 
 	// A compile worker's one big frame is a wheel's bytecode, which
 	// bytecodeLimit bounds; it needs none of a serving worker's packages.
 	w.python = ready.Python
-	w.Conn.SetReadLimit(maxBytecode + 1<<20)
+	w.Conn.SetReadLimit(MaxBytecode + 1<<20)
 	_ = proc.Background(w.Proc.Pid()) // the threads made since its start too
 	return w, nil
 }
@@ -304,7 +415,7 @@ func (s *Supervisor) spawn(ctx context.Context, rt *runtimefiles.Files, r Role, 
 // awaitRunner waits for w's runner, new in its process or recycled (see
 // recycle.go), to be on standby, or ready and then fit for calls (see
 // serving). On error w is killed.
-func (s *Supervisor) awaitRunner(ctx context.Context, w *Worker) error {
+func (s *Starter) awaitRunner(ctx context.Context, w *Worker) error {
 	if w.lazy {
 		if err := w.Conn.Standby(ctx); err != nil {
 			w.Kill()
@@ -323,15 +434,15 @@ func (s *Supervisor) awaitRunner(ctx context.Context, w *Worker) error {
 
 // serving makes a worker whose interpreter is ready fit for calls: the
 // limits of a serving worker, and the --deps files. On error w is killed.
-func (s *Supervisor) serving(ctx context.Context, w *Worker, ready bridge.ReadyFrame) error {
+func (s *Starter) serving(ctx context.Context, w *Worker, ready bridge.ReadyFrame) error {
 	rt := w.rt
 	w.python, w.restored = ready.Python, ready.Snapshot
 	if !w.restored && rt.Snapshot != "" {
-		s.runtime.RemakeSnapshot(rt) // the restore failed: the snapshot is stale or damaged
+		s.Remake(rt) // the restore failed: the snapshot is stale or damaged
 	}
 	w.Conn.SetReadLimit(s.servingReadLimit())
-	s.log.Debug("worker ready", zap.Int("pid", w.Proc.Pid()), zap.Bool("snapshot", ready.Snapshot), zap.String("python", ready.Python))
-	if s.pool.Recycles() {
+	s.Log.Debug("worker ready", zap.Int("pid", w.Proc.Pid()), zap.Bool("snapshot", ready.Snapshot), zap.String("python", ready.Python))
+	if s.Recycles() {
 		w.made, _ = w.Proc.Memory(ctx) // 0, and no bound, if it cannot be read
 	}
 	if rt.Deps != nil {
@@ -360,6 +471,10 @@ func (s *Supervisor) serving(ctx context.Context, w *Worker, ready bridge.ReadyF
 // Pyodide needs none of it. It costs nothing measurable.
 const v8Flags = "--v8-flags=--wasm-tiering-budget=100000000,--disallow-code-generation-from-strings"
 
+// MaxBytecode bounds the bytecode of one wheel that a compile worker
+// sends: a hostile package's could be any size.
+const MaxBytecode = 256 << 20
+
 // maxSnapshotSize bounds a memory snapshot: a wasm32 memory's 4 GiB, and
 // Pyodide's header.
 const maxSnapshotSize = 4<<30 + 1<<20
@@ -370,16 +485,48 @@ const maxSnapshotSize = 4<<30 + 1<<20
 // and error text to errorLimit, at least as much; JSON writes such text in
 // up to 6 bytes a byte (\u0001). An imports frame holds names from the
 // code, and a files frame one file. Without either limit, the bridge's own.
-func (s *Supervisor) servingReadLimit() int64 {
-	if s.cfg.OutputLimit <= 0 || s.cfg.CodeLimit <= 0 {
+func (s *Starter) servingReadLimit() int64 {
+	if s.OutputLimit <= 0 || s.CodeLimit <= 0 {
 		return s.bridgeReadLimit()
 	}
-	limit := int64(max(6*s.errorLimit(), 3*s.cfg.CodeLimit)) + 1<<20
-	if len(s.watched()) > 0 {
+	limit := int64(max(6*s.ErrorLimit, 3*s.CodeLimit)) + 1<<20
+	if len(s.Watch) > 0 {
 		// A changed file or a figure comes whole in one binary frame.
-		limit = max(limit, s.cfg.FilesLimit+1<<20)
+		limit = max(limit, s.FilesLimit+1<<20)
 	}
 	return limit
+}
+
+// WatchMemory calls over once w's resident size passes limit.
+// A reading that fails while the worker lives leaves the call unwatched and
+// says so: the limit is not silently skipped.
+func (w *Worker) WatchMemory(ctx context.Context, limit int64, log *zap.Logger, over func()) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.exited:
+			return
+		case <-tick.C:
+		}
+		resident, err := w.Proc.Memory(ctx)
+		if err != nil {
+			// Reaped a moment before exited is closed, or unreadable.
+			select {
+			case <-w.exited:
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+				log.Warn("cannot read a worker's memory: the memory limit is not enforced for this call", zap.Int("pid", w.Proc.Pid()), zap.Error(err))
+			}
+			return
+		}
+		if resident > limit {
+			over()
+			return
+		}
+	}
 }
 
 // maxStderrLine is how much of one stderr line is kept and logged.
@@ -413,7 +560,7 @@ func stderrLinesOf(r io.Reader, limit int) iter.Seq[string] {
 		emit := func() bool {
 			line := string(kept)
 			if total > limit {
-				line = fmt.Sprintf("%s… [cut: the line has %d bytes]", cutText(line, limit), total)
+				line = fmt.Sprintf("%s… [cut: the line has %d bytes]", CutText(line, limit), total)
 			}
 			kept, total = kept[:0], 0
 			return yield(line)
@@ -467,5 +614,26 @@ func (w *Worker) Dead() bool {
 	}
 }
 
+// ExitErr is what waiting for the process returned, once it has ended.
+func (w *Worker) ExitErr() error { return w.exitErr }
+
 // ExitStatus describes how the process ended, once it has.
 func (w *Worker) ExitStatus() string { return proc.Describe(w.exitErr) }
+
+// CutText returns the longest prefix of text of at most limit bytes that does
+// not end inside a UTF-8 sequence.
+func CutText(text string, limit int) string {
+	if len(text) <= limit {
+		return text
+	}
+	end := limit
+	// Back over at most the continuation bytes of one character: invalid
+	// text made of continuation bytes is cut anywhere.
+	for i := 1; i < utf8.UTFMax && end > 0 && !utf8.RuneStart(text[end]); i++ {
+		end--
+	}
+	if !utf8.RuneStart(text[end]) {
+		end = limit
+	}
+	return text[:end]
+}

@@ -1,4 +1,4 @@
-package supervisor
+package worker
 
 import (
 	"context"
@@ -6,15 +6,15 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
-	"go.uber.org/zap"
 )
 
 // A session's code can leave work running when its call ends: asyncio
 // tasks, JavaScript timers, Web Workers. So the limits of its worker hold
 // between calls too: the watcher below reads the worker's memory and CPU
-// time while no call runs, and ends the session past either bound. During
-// a call the call's own watch applies (call.go), which stops the code with
-// a MemoryError instead.
+// time while no call runs (Session.watch, in package supervisor, with the
+// bounds and the budget below), and ends the session past either bound.
+// During a call the call's own watch applies (WatchMemory), which stops
+// the code with a MemoryError instead.
 
 // sessionCPUWindow is how long a session's worker may run at its idle share
 // in one go: the CPU time it may use at once, such as right after a call,
@@ -22,9 +22,9 @@ import (
 // 0.1).
 const sessionCPUWindow = 10 * time.Second
 
-// sessionWatchEvery is how often a session's memory is read between calls,
-// as often as a call's (watchMemory).
-const sessionWatchEvery = 50 * time.Millisecond
+// IdleWatchEvery is how often a session's memory is read between calls,
+// as often as a call's (WatchMemory).
+const IdleWatchEvery = 50 * time.Millisecond
 
 // sessionCPUEvery is how often its CPU time is read: a reading costs about
 // three of memory (on Linux), and the bound is over seconds.
@@ -42,11 +42,6 @@ type Usage interface {
 type IdleLimits struct {
 	Memory int64   // resident bytes; 0 for no bound
 	CPU    float64 // share of one core, on average; 0 for no bound
-}
-
-// idleLimits returns the bounds of the supervisor's sessions between calls.
-func (s *Supervisor) idleLimits() IdleLimits {
-	return IdleLimits{Memory: s.cfg.MemoryLimit, CPU: max(s.cfg.SessionIdleCPU, 0)}
 }
 
 // CPUBudget is a token bucket of CPU time: it fills at share of a core up
@@ -101,68 +96,9 @@ func (b *CPUBudget) spend(now time.Time, cpu time.Duration) bool {
 	return b.left < 0
 }
 
-// watch ends the session when its worker passes the limits between calls,
-// or ends while idle. It returns when the session ends. A reading takes the
-// session's turn, so that no call starts between a reading over a limit
-// and the kill; a call holding the turn is watched by the call.
-func (ss *Session) watch(ctx context.Context, u Usage, limits IdleLimits) {
-	tick := time.NewTicker(sessionWatchEvery)
-	defer tick.Stop()
-	budget := NewCPUBudget(limits.CPU)
-	runs := 0
-	warned := false
-	for {
-		select {
-		case <-ss.done:
-			return
-		case <-ss.w.exited:
-			select {
-			case ss.turn <- struct{}{}:
-			case <-ss.done:
-				return
-			}
-			if ss.lost == nil {
-				ss.lost = fmt.Errorf("its worker ended while idle (%s)", ss.w.ExitStatus())
-			}
-			why := ss.lost
-			<-ss.turn
-			ss.end(why)
-			return
-		case <-tick.C:
-		}
-		if limits == (IdleLimits{}) {
-			continue // watched for an exit only
-		}
-		select {
-		case ss.turn <- struct{}{}:
-		default: // a call runs
-			budget.Restart()
-			continue
-		}
-		if ss.runs != runs {
-			runs = ss.runs
-			budget.Restart()
-		}
-		why, err := ss.check(ctx, u, limits, budget)
-		if why != nil && ss.lost == nil {
-			ss.lost = why
-		}
-		<-ss.turn
-		if why != nil {
-			ss.s.log.Info("a session's worker was killed between calls", zap.Int("pid", ss.w.Proc.Pid()), zap.Error(why))
-			ss.end(why)
-			return
-		}
-		if err != nil && !warned && !ss.w.Dead() {
-			warned = true
-			ss.s.log.Warn("cannot read a session worker's use: its limits between calls are not enforced while this lasts", zap.Int("pid", ss.w.Proc.Pid()), zap.Error(err))
-		}
-	}
-}
-
-// check reads the worker once and returns why it must end, if it must.
-// The error is a failed reading.
-func (ss *Session) check(ctx context.Context, u Usage, limits IdleLimits, budget *CPUBudget) (why, err error) {
+// Check reads a session's worker once, through u, and returns why it must
+// end, if it must. The error is a failed reading.
+func (limits IdleLimits) Check(ctx context.Context, u Usage, budget *CPUBudget) (why, err error) {
 	if limits.Memory > 0 {
 		resident, err := u.Memory(ctx)
 		if err != nil {

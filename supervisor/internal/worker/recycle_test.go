@@ -1,4 +1,4 @@
-package supervisor
+package worker
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker/workertest"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/proc"
 )
 
@@ -67,8 +68,8 @@ func TestAwaitCensus(t *testing.T) {
 // TestRecycleRetires: a worker whose process must not serve again is
 // refused before anything is sent to it.
 func TestRecycleRetires(t *testing.T) {
-	s, _ := memSupervisor(t, Config{}, testRepo())
-	current := s.runtime.Current().Files
+	current := &runtimefiles.Files{Key: "0123456789abcdef"}
+	s := &Starter{Current: func(rt *runtimefiles.Files, _ string) bool { return rt == current }}
 	tests := []struct {
 		name string
 		set  func(w *Worker)
@@ -82,18 +83,18 @@ func TestRecycleRetires(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := &Worker{Proc: &fakeProc{killed: make(chan struct{})}, exited: make(chan struct{}), rt: current}
+			w := &Worker{Proc: workertest.NewProcess(), exited: make(chan struct{}), rt: current}
 			tt.set(w)
-			err := s.recycle(context.Background(), w)
+			err := s.Recycle(context.Background(), w)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("recycle = %v, want an error saying %q", err, tt.want)
 			}
 		})
 	}
 	// Growth within the bound is no reason: the check after it decides.
-	w := &Worker{Proc: &fakeProc{killed: make(chan struct{})}, exited: make(chan struct{}), rt: &runtimefiles.Files{Key: "fedcba9876543210"}}
+	w := &Worker{Proc: workertest.NewProcess(), exited: make(chan struct{}), rt: &runtimefiles.Files{Key: "fedcba9876543210"}}
 	w.calls, w.baseline, w.made = 2, 200<<20, 200<<20+maxGrowth
-	if err := s.recycle(context.Background(), w); err == nil || !strings.Contains(err.Error(), "runtime was replaced") {
+	if err := s.Recycle(context.Background(), w); err == nil || !strings.Contains(err.Error(), "runtime was replaced") {
 		t.Errorf("recycle of a worker within its growth = %v, want its runtime as the reason", err)
 	}
 }

@@ -1,4 +1,4 @@
-package supervisor
+package worker
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker/workertest"
 )
 
 // TestAwaitWorking: a restore that keeps using CPU is waited for however
@@ -29,9 +31,9 @@ func TestAwaitWorking(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				p := newFakeProcess()
-				p.setSpin(tt.spin)
-				p.readErr = tt.readErr
+				p := workertest.NewProcess()
+				p.SetSpin(tt.spin)
+				p.FailReads(tt.readErr)
 				done := make(chan struct{})
 				time.AfterFunc(tt.restore, func() { close(done) })
 				start := time.Now()
@@ -51,8 +53,8 @@ func TestAwaitWorking(t *testing.T) {
 // waiting, with its context's cause.
 func TestAwaitWorkingEndsWithItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newFakeProcess()
-		p.setSpin(1)
+		p := workertest.NewProcess()
+		p.SetSpin(1)
 		cause := errors.New("the call's time ran out")
 		ctx, cancel := context.WithTimeoutCause(context.Background(), 10*time.Second, cause)
 		defer cancel()

@@ -1,4 +1,4 @@
-package supervisor
+package worker
 
 import (
 	"context"
@@ -33,16 +33,16 @@ func (sb *standby) made() bool {
 	}
 }
 
-// restore makes w's interpreter in the background, unless that has begun.
+// Restore makes w's interpreter in the background, unless that has begun.
 // A worker that fails to restore is killed: the pool replaces it.
-func (s *Supervisor) restore(w *Worker) {
+func (s *Starter) Restore(w *Worker) {
 	sb := w.standby
 	if !sb.asked.CompareAndSwap(false, true) {
 		return
 	}
-	s.wg.Go(func() {
+	s.WG.Go(func() {
 		defer close(sb.done)
-		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.StartTimeout)
+		ctx, cancel := context.WithTimeout(s.Ctx, s.StartTimeout)
 		defer cancel()
 		start := time.Now()
 		ready, err := w.Conn.Restore(ctx)
@@ -52,7 +52,7 @@ func (s *Supervisor) restore(w *Worker) {
 			return
 		}
 		sb.err = s.serving(ctx, w, ready)
-		s.log.Debug("worker restored", zap.Int("pid", w.Proc.Pid()), zap.Duration("took", time.Since(start)), zap.Error(sb.err))
+		s.Log.Debug("worker restored", zap.Int("pid", w.Proc.Pid()), zap.Duration("took", time.Since(start)), zap.Error(sb.err))
 	})
 }
 
@@ -62,14 +62,14 @@ func (s *Supervisor) restore(w *Worker) {
 // stopped (frozen) worker uses none and never ends it.
 const restoreWait = 4 * time.Second
 
-// awaitRestore makes w's interpreter, if it is on standby and nobody has
+// AwaitRestore makes w's interpreter, if it is on standby and nobody has
 // asked yet, and waits until it is made. It reports whether it waited: a
 // worker that has just answered needs no ping.
-func (s *Supervisor) awaitRestore(ctx context.Context, w *Worker) (bool, error) {
+func (s *Starter) AwaitRestore(ctx context.Context, w *Worker) (bool, error) {
 	if w.standby == nil || w.standby.made() {
 		return false, nil
 	}
-	s.restore(w)
+	s.Restore(w)
 	if err := awaitWorking(ctx, w.standby.done, w.Proc, restoreWait); err != nil {
 		return true, err
 	}

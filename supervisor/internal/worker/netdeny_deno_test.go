@@ -1,4 +1,4 @@
-package supervisor
+package worker
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcp-run-python/mcp-run-python/permissions"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/denotest"
 )
 
 // queryJS prints, as one JSON object, whether deno grants a connection to
@@ -28,7 +29,7 @@ func TestDeniedNetsWithRealDeno(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts deno")
 	}
-	deno := testDeno(t)
+	deno := denotest.Deno(t)
 	probe := filepath.Join(t.TempDir(), "query.js")
 	if err := os.WriteFile(probe, []byte(queryJS), 0o644); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package supervisor
+package worker
 
 import (
 	"context"
@@ -104,10 +104,10 @@ func countThreads(names []string) census {
 // code was left running in it, or the call changed the process.
 var errLeftover = errors.New("the last call left something of its own in the process")
 
-// recycle ends the runner of w, whose call is over, and starts a new one in
+// Recycle ends the runner of w, whose call is over, and starts a new one in
 // the same process, for the next call: see the top of this file. On error
 // the worker is not fit for another call, and the pool kills it.
-func (s *Supervisor) recycle(ctx context.Context, w *Worker) error {
+func (s *Starter) Recycle(ctx context.Context, w *Worker) error {
 	w.calls++
 	if w.calls == 2 {
 		w.baseline = w.made // the first recycled runner's
@@ -121,10 +121,10 @@ func (s *Supervisor) recycle(ctx context.Context, w *Worker) error {
 		return fmt.Errorf("its process served %d calls", w.calls)
 	case w.calls > 2 && w.made > w.baseline+maxGrowth:
 		return fmt.Errorf("its interpreters grew from %d to %d bytes resident", w.baseline, w.made)
-	case w.rt != s.runtime.Current().Files && w.rt != s.learn.runtime(w.Kind):
+	case !s.Current(w.rt, w.Kind):
 		return errors.New("its runtime was replaced")
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.StartTimeout)
 	defer cancel()
 	began := time.Now()
 	if err := w.Conn.Recycle(ctx, bridge.NewSecret()); err != nil {
@@ -142,7 +142,7 @@ func (s *Supervisor) recycle(ctx context.Context, w *Worker) error {
 		err  error
 	}
 	done := make(chan counted, 1)
-	// Not one of s.wg's, which takes none once Close has begun: this call
+	// Not one of s.WG's, which takes none once Close has begun: this call
 	// waits for it, and censusWait bounds it.
 	go func() {
 		got, err := awaitCensus(ctx, w.Proc.Pid(), want, censusWait)
@@ -153,17 +153,17 @@ func (s *Supervisor) recycle(ctx context.Context, w *Worker) error {
 		// A call has just ended, and while calls come every warm worker is
 		// kept restored (pool.restoreAhead): the restore need not wait for
 		// the census, only the next call does.
-		s.restore(w)
+		s.Restore(w)
 	}
 	started := time.Since(began)
 	c := <-done
-	s.log.Debug("worker recycled", zap.Int("pid", w.Proc.Pid()), zap.Duration("runner", started), zap.Duration("census", c.took))
+	s.Log.Debug("worker recycled", zap.Int("pid", w.Proc.Pid()), zap.Duration("runner", started), zap.Duration("census", c.took))
 	if c.err == nil {
 		// No code of the call runs any longer: what it changed stays.
 		c.err = checkChanged(w)
 	}
 	if errors.Is(c.err, errLeftover) {
-		s.log.Warn("a worker process is killed for what a call left in it", zap.Int("pid", w.Proc.Pid()), zap.Error(c.err))
+		s.Log.Warn("a worker process is killed for what a call left in it", zap.Int("pid", w.Proc.Pid()), zap.Error(c.err))
 	}
 	if c.err != nil {
 		return c.err
