@@ -40,7 +40,7 @@ func (s *Supervisor) call(ctx context.Context, w *worker.Worker, run bridge.RunR
 	}
 
 	out := output{limit: s.cfg.OutputLimit, onLine: onLine}
-	if tools := s.newToolRelay(stopCtx, w.Conn); tools != nil {
+	if tools := s.cfg.newToolRelay(stopCtx, w.Conn); tools != nil {
 		defer tools.close()
 		run.Tools, run.OnToolCall = tools.spec(), tools.handle
 	}

@@ -54,25 +54,6 @@ func TestOneTimeLimitForTheWholeCall(t *testing.T) {
 	}
 }
 
-// A timeout's text names the phase by its String: the words users see.
-func TestInstallPhaseString(t *testing.T) {
-	tests := []struct {
-		phase installPhase
-		want  string
-	}{
-		{phaseNone, ""},
-		{phaseFetch, "resolving and downloading packages"},
-		{phaseImports, "finding the code's imports"},
-		{phaseInstall, "installing packages"},
-		{installPhase(9), "installPhase(9)"},
-	}
-	for _, tt := range tests {
-		if got := tt.phase.String(); got != tt.want {
-			t.Errorf("installPhase(%d).String() = %q, want %q", int(tt.phase), got, tt.want)
-		}
-	}
-}
-
 // TestDeadline: on the bubble's clock, a call's limit runs from its start,
 // moves by the time the call waited for a worker, and its context ends at
 // the limit to the nanosecond; without --timeout nothing ends.
@@ -91,9 +72,8 @@ func TestDeadline(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s := &Supervisor{cfg: Config{Timeout: tt.timeout}}
 				start := time.Now()
-				d := s.newDeadline(start)
+				d := Config{Timeout: tt.timeout}.newDeadline(start)
 				d.extend(tt.wait)
 				ctx, cancel := d.context(context.Background())
 				defer cancel()

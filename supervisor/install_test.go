@@ -40,12 +40,12 @@ func wheel(t *testing.T, name, version, source string) bridge.Payload {
 	return bridge.Payload{File: bridge.File{Name: name + "-" + version + "-py3-none-any.whl"}, Data: buf.Bytes()}
 }
 
-// takeWorker returns a supervisor and a warm worker taken from it, retired
+// warmWorker returns a supervisor and a warm worker taken from it, retired
 // when the test ends.
-func takeWorker(t *testing.T) (*Supervisor, *worker.Worker) {
+func warmWorker(t *testing.T) (*Supervisor, *worker.Worker) {
 	t.Helper()
 	s := start(t, Config{Workers: 1})
-	w, err := s.takeWorker(context.Background(), "", "")
+	w, err := takeWorker(context.Background(), s.pool, s.workers, s.cfg.Workers, nil, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func takeWorker(t *testing.T) (*Supervisor, *worker.Worker) {
 }
 
 func TestWorkerImportsAndInstalls(t *testing.T) {
-	s, w := takeWorker(t)
+	s, w := warmWorker(t)
 	ctx := context.Background()
 
 	code := "import json, tinypkg\nfrom tinypkg import VALUE\nimport other.sub\nVALUE"
@@ -76,7 +76,7 @@ func TestWorkerImportsAndInstalls(t *testing.T) {
 }
 
 func TestImportsOfCodeThatCannotBeParsed(t *testing.T) {
-	s, w := takeWorker(t)
+	s, w := warmWorker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// Nesting deep enough to exhaust the parser, then a syntax error: the
@@ -92,7 +92,7 @@ func TestImportsOfCodeThatCannotBeParsed(t *testing.T) {
 }
 
 func TestInstallOfABrokenWheelFails(t *testing.T) {
-	s, w := takeWorker(t)
+	s, w := warmWorker(t)
 	ctx := context.Background()
 	err := w.Conn.Install(ctx, []bridge.Payload{{File: bridge.File{Name: "broken-1.0-py3-none-any.whl"}, Data: []byte("not a zip")}})
 	if err == nil {

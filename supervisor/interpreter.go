@@ -19,8 +19,9 @@ type interpreter interface {
 	installedFiles(rt *runtimefiles.Files) map[string]bool
 	// acquire returns the worker for a call of principal: one of learned
 	// set kind, if the interpreter has one ("" for a plain worker). The
-	// time it waits for one does not count against limit.
-	acquire(ctx context.Context, limit *deadline, principal, kind string) (*worker.Worker, error)
+	// time it waits for one does not count against limit; progress hears
+	// the wait.
+	acquire(ctx context.Context, limit *deadline, progress *callProgress, principal, kind string) (*worker.Worker, error)
 	// release is done with w: the call is over, or its learned set did not
 	// fit the call.
 	release(w *worker.Worker)
@@ -48,9 +49,9 @@ var (
 func (pooled) installedFiles(rt *runtimefiles.Files) map[string]bool { return rt.Preinstalled() }
 
 // acquire takes a warm worker that answers (see takeWorker).
-func (p pooled) acquire(ctx context.Context, limit *deadline, principal, kind string) (*worker.Worker, error) {
+func (p pooled) acquire(ctx context.Context, limit *deadline, progress *callProgress, principal, kind string) (*worker.Worker, error) {
 	waited := time.Now()
-	w, err := p.s.takeWorker(ctx, principal, kind)
+	w, err := takeWorker(ctx, p.s.pool, p.s.workers, p.s.cfg.Workers, progress, principal, kind)
 	limit.extend(time.Since(waited))
 	return w, err
 }
@@ -68,7 +69,7 @@ func (pooled) mountsPut()      {}
 func (ss *Session) installedFiles(*runtimefiles.Files) map[string]bool { return ss.installed }
 
 // acquire returns the session's worker; it never has a learned set.
-func (ss *Session) acquire(context.Context, *deadline, string, string) (*worker.Worker, error) {
+func (ss *Session) acquire(context.Context, *deadline, *callProgress, string, string) (*worker.Worker, error) {
 	return ss.w, nil
 }
 

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
-	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/install"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 )
@@ -50,15 +50,15 @@ type pipeline struct {
 	progress *callProgress // nil when the caller wants none
 
 	start      time.Time
-	limit      *deadline                       // from resolve
-	rt         *runtimefiles.Ready[*Installer] // from resolve
-	script     []string                        // the PEP 723 block's dependencies
-	fromScript bool                            // the code has a PEP 723 block
-	installed  map[string]bool                 // the package files the interpreter has, and those fetched
-	wheels     []bridge.Payload                // fetched, not installed yet
-	reqs       []string                        // the requirements installed: the result's dependencies
-	w          *worker.Worker                  // from acquire
-	files      bridge.Files                    // from run
+	limit      *deadline        // from resolve
+	rt         *readyRuntime    // from resolve
+	script     []string         // the PEP 723 block's dependencies
+	fromScript bool             // the code has a PEP 723 block
+	installed  map[string]bool  // the package files the interpreter has, and those fetched
+	wheels     []bridge.Payload // fetched, not installed yet
+	reqs       []string         // the requirements installed: the result's dependencies
+	w          *worker.Worker   // from acquire
+	files      bridge.Files     // from run
 
 	res Result
 	err error
@@ -67,8 +67,7 @@ type pipeline struct {
 // serve runs req through the steps of a call, in in.
 func (s *Supervisor) serve(ctx context.Context, req Request, in interpreter) (Result, error) {
 	p := &pipeline{s: s, in: in, req: req, out: &installLines{onLine: req.OnLine}, start: time.Now()}
-	p.progress = s.newCallProgress(req, p.start)
-	ctx = withProgress(ctx, p.progress)
+	p.progress = s.cfg.newCallProgress(req, p.start)
 	defer p.count()
 	defer p.release()
 	for _, st := range p.steps() {
@@ -137,12 +136,12 @@ func (p *pipeline) resolve(ctx context.Context) bool {
 	}
 	// One time limit for the whole call: fetching, installing and running
 	// together. Only the wait for a free worker does not count.
-	p.limit = s.newDeadline(p.start)
+	p.limit = s.cfg.newDeadline(p.start)
 	p.installed = p.in.installedFiles(p.rt.Files)
 	fetchCtx, cancel := p.limit.context(ctx)
 	defer cancel()
-	if p.wheels, err = p.rt.Pkgs.files(fetchCtx, p.script, p.installed, p.out.add); err != nil {
-		return p.end(p.installFailed(ctx, phaseFetch, p.script, err))
+	if p.wheels, err = p.rt.Pkgs.Files(fetchCtx, p.script, p.installed, p.out.add, p.progress); err != nil {
+		return p.end(p.installFailed(ctx, install.PhaseFetch, p.script, err))
 	}
 	return true
 }
@@ -153,13 +152,13 @@ func (p *pipeline) acquire(ctx context.Context) bool {
 	kind := ""
 	if p.in.learns() {
 		if p.fromScript {
-			kind = p.s.learnUse(p.rt.Files, p.wheels)
+			kind = p.s.learn.Use(p.rt.Files, p.wheels)
 		} else {
-			kind = p.s.learnedGuess(p.rt.Files, p.req.Code)
+			kind = p.s.learn.Guess(p.rt.Files, p.req.Code)
 		}
 	}
 	waited := p.progress.wait()
-	w, err := p.in.acquire(ctx, p.limit, p.req.Principal, kind)
+	w, err := p.in.acquire(ctx, p.limit, p.progress, p.req.Principal, kind)
 	waited()
 	if err != nil {
 		return p.end(Result{}, err)
@@ -180,19 +179,19 @@ func (p *pipeline) install(ctx context.Context) bool {
 	p.reqs = p.script
 	if !p.fromScript {
 		before := maps.Clone(p.installed)
-		reqs, phase, err := p.fromImports(ctx)
-		if errors.Is(err, errUnfit) {
+		reqs, fits, phase, err := p.fromImports(ctx)
+		if !fits {
 			if !p.swap(ctx) {
 				return false
 			}
 			p.installed = before
-			reqs, phase, err = p.fromImports(ctx)
+			reqs, _, phase, err = p.fromImports(ctx)
 		}
 		p.reqs = reqs
 		if err == nil {
 			return true
 		}
-		if phase == phaseImports && !p.limit.passed() {
+		if phase == install.PhaseImports && !p.limit.passed() {
 			return p.end(Result{}, err)
 		}
 		return p.end(p.installFailed(ctx, phase, reqs, err))
@@ -202,9 +201,9 @@ func (p *pipeline) install(ctx context.Context) bool {
 	}
 	installCtx, cancel := p.limit.context(ctx)
 	defer cancel()
-	p.progress.installing(p.wheels)
+	p.progress.Installing(p.wheels)
 	if err := p.w.Conn.Install(installCtx, p.wheels); err != nil {
-		return p.end(p.installFailed(ctx, phaseInstall, p.reqs, err))
+		return p.end(p.installFailed(ctx, install.PhaseInstall, p.reqs, err))
 	}
 	return true
 }
@@ -215,7 +214,7 @@ func (p *pipeline) swap(ctx context.Context) bool {
 	p.s.log.Debug("a learned set's worker does not fit the call", zap.String("set", p.w.Kind))
 	p.release()
 	waited := p.progress.wait()
-	w, err := p.in.acquire(ctx, p.limit, p.req.Principal, "")
+	w, err := p.in.acquire(ctx, p.limit, p.progress, p.req.Principal, "")
 	waited()
 	if err != nil {
 		return p.end(Result{}, err)
@@ -225,49 +224,49 @@ func (p *pipeline) swap(ctx context.Context) bool {
 }
 
 // fromImports installs onto the worker the --deps files it lacks, then
-// what the code's imports need (see [installer.fromImports]), and returns
-// the requirements. --deps go first: what they bring is then importable,
-// not inferred.
+// what the code's imports need (see [install.Installer.FromImports]), and
+// returns the requirements, and whether the worker's learned set fits the
+// call. --deps go first: what they bring is then importable, not inferred.
 //
 // On a worker of a learned set the lines go out only once the set proved
-// to fit: a worker that does not fit (errUnfit) leaves nothing in the
-// call's output. In an interpreter that learns, the set the rounds made
-// counts toward learning it.
-func (p *pipeline) fromImports(ctx context.Context) ([]string, installPhase, error) {
+// to fit: a worker that does not fit leaves nothing in the call's output.
+// In an interpreter that learns, the set the rounds made counts toward
+// learning it.
+func (p *pipeline) fromImports(ctx context.Context) ([]string, bool, install.Phase, error) {
 	ctx, cancel := p.limit.context(ctx)
 	defer cancel()
 	w := p.w
 	if len(p.wheels) > 0 {
-		p.progress.installing(p.wheels)
+		p.progress.Installing(p.wheels)
 		if err := w.Conn.Install(ctx, p.wheels); err != nil {
-			return nil, phaseInstall, err
+			return nil, true, install.PhaseInstall, err
 		}
 	}
-	inf := &inference{}
-	var held []Line
+	inf := &install.Inference{}
+	var held []install.Line
 	var heldMu sync.Mutex
 	onLine := p.out.add
 	if w.Kind != "" {
-		if inf = p.s.learn.inference(w.Kind); inf == nil {
-			return nil, phaseImports, errUnfit
+		if inf = p.s.learn.Inference(w.Kind); inf == nil {
+			return nil, false, install.PhaseImports, nil
 		}
-		onLine = func(l Line) {
+		onLine = func(l install.Line) {
 			heldMu.Lock()
 			defer heldMu.Unlock()
 			held = append(held, l)
 		}
 	}
-	reqs, phase, err := p.rt.Pkgs.fromImports(ctx, w, p.req.Code, p.installed, onLine, inf)
-	if errors.Is(err, errUnfit) {
-		return reqs, phase, err
+	reqs, fits, phase, err := p.rt.Pkgs.FromImports(ctx, w.Conn, p.req.Code, p.installed, onLine, p.progress, inf)
+	if !fits {
+		return reqs, false, phase, err
 	}
 	for _, l := range held {
 		p.out.add(l)
 	}
 	if err == nil && p.in.learns() {
-		p.s.learnInferred(p.rt.Files, inf)
+		p.s.learn.Inferred(p.rt.Files, inf)
 	}
-	return reqs, phase, err
+	return reqs, true, phase, err
 }
 
 // mount puts the mounted folders into the interpreter, unless it has them.
@@ -277,7 +276,7 @@ func (p *pipeline) mount(ctx context.Context) bool {
 	}
 	mountCtx, cancel := p.limit.context(ctx)
 	defer cancel()
-	if err := p.s.putMounts(mountCtx, p.w); err != nil {
+	if err := p.s.files.putMounts(mountCtx, p.w); err != nil {
 		return p.end(Result{}, err)
 	}
 	p.in.mountsPut()
@@ -299,14 +298,14 @@ func (p *pipeline) run(ctx context.Context) bool {
 func (p *pipeline) collect(ctx context.Context) bool {
 	res := &p.res
 	if res.Status == StatusRunError {
-		res.Error = withNote(res.Error, p.rt.Pkgs.missingPackageNote(res.Error, p.req.Code, p.script, p.fromScript))
+		res.Error = install.WithNote(res.Error, p.rt.Pkgs.MissingPackageNote(res.Error, p.req.Code, p.script, p.fromScript))
 	}
 	res.Dependencies = packages.WithoutPython(p.reqs)
 	if len(p.out.warnings) > 0 {
 		res.Output = append(p.out.warnings, res.Output...)
 	}
 	if p.err == nil {
-		p.s.takeFiles(ctx, res, p.files, p.req.OnLine)
+		p.s.files.takeFiles(ctx, res, p.files, p.req.OnLine)
 	}
 	return true
 }
@@ -314,7 +313,7 @@ func (p *pipeline) collect(ctx context.Context) bool {
 // installFailed turns an install failure into the call's result, unless the
 // call itself was cancelled. A failure because the call's time ran out in
 // phase says so.
-func (p *pipeline) installFailed(ctx context.Context, phase installPhase, reqs []string, err error) (Result, error) {
+func (p *pipeline) installFailed(ctx context.Context, phase install.Phase, reqs []string, err error) (Result, error) {
 	if ctx.Err() != nil {
 		return Result{}, fmt.Errorf("call cancelled: %w", context.Cause(ctx))
 	}
@@ -335,14 +334,29 @@ type installLines struct {
 	warnings []string // read once the installs are over
 }
 
-// add takes one line.
-func (o *installLines) add(l Line) {
+// add takes one line: a warning goes out as a Stderr line, the rest as
+// Progress lines.
+func (o *installLines) add(l install.Line) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if l.Stream == Stderr {
+	line := Line{Stream: Progress, Text: l.Text}
+	if l.Warning {
+		line.Stream = Stderr
 		o.warnings = append(o.warnings, l.Text)
 	}
 	if o.onLine != nil {
-		o.onLine(l)
+		o.onLine(line)
 	}
+}
+
+// installError is the result of a call whose packages could not be installed.
+func installError(reqs []string, err error, out func(Line)) Result {
+	msg := err.Error()
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg = "installing packages did not finish within the time limit"
+	}
+	if out != nil {
+		out(Line{Stream: Failure, Text: msg})
+	}
+	return Result{Status: StatusInstallError, Dependencies: packages.WithoutPython(reqs), Error: msg}
 }

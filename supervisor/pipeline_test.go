@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/install"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
@@ -203,7 +204,7 @@ type memPool struct {
 }
 
 func (p *memPool) installedFiles(rt *runtimefiles.Files) map[string]bool { return rt.Preinstalled() }
-func (p *memPool) acquire(_ context.Context, _ *deadline, _, kind string) (*worker.Worker, error) {
+func (p *memPool) acquire(_ context.Context, _ *deadline, _ *callProgress, _, kind string) (*worker.Worker, error) {
 	m := newMemWorker(p.t, p.srv, kind, p.sets[kind])
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -240,13 +241,12 @@ func memSupervisor(t *testing.T, cfg Config, repo *pt.Repo) (*Supervisor, *bridg
 			t.Error(err)
 		}
 	})
-	pkgs, err := NewInstaller(s.cfg, dir, s.log)
+	pkgs, err := install.New(s.cfg.install(), dir, nil, s.log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pkgs.made = s.runnerModules()
-	setRuntime(t, s, &runtimefiles.Ready[*Installer]{Files: &runtimefiles.Files{Key: "0123456789abcdef", Root: dir}, Pkgs: pkgs})
-	s.learn.making = true // no learned snapshot is made here: it needs deno
+	setRuntime(t, s, &readyRuntime{Files: &runtimefiles.Files{Key: "0123456789abcdef", Root: dir}, Pkgs: pkgs})
+	s.learn = install.NewLearner(install.Background{Ctx: s.ctx, WG: &s.wg, Log: s.log}) // no Maker: a learned snapshot needs deno
 	srv, err := bridge.Listen(zap.NewNop(), 1<<20, "")
 	if err != nil {
 		t.Fatal(err)
@@ -256,11 +256,11 @@ func memSupervisor(t *testing.T, cfg Config, repo *pt.Repo) (*Supervisor, *bridg
 }
 
 // setRuntime gives s the runtime rt, built by no deno.
-func setRuntime(t *testing.T, s *Supervisor, rt *runtimefiles.Ready[*Installer]) {
+func setRuntime(t *testing.T, s *Supervisor, rt *readyRuntime) {
 	t.Helper()
-	s.runtime = runtimefiles.NewKeeper(s.ctx, &s.wg, s.log, runtimefiles.Builds[*Installer]{
-		Build:   func(context.Context, func(string)) (*runtimefiles.Ready[*Installer], error) { return rt, nil },
-		Started: func(*runtimefiles.Ready[*Installer]) {},
+	s.runtime = runtimefiles.NewKeeper(s.ctx, &s.wg, s.log, runtimefiles.Builds[*install.Installer]{
+		Build:   func(context.Context, func(string)) (*readyRuntime, error) { return rt, nil },
+		Started: func(*readyRuntime) {},
 	})
 	if !s.wg.Enter() {
 		t.Fatal("the supervisor is closed")
@@ -367,9 +367,7 @@ func TestPipelinePooled(t *testing.T) {
 func TestPipelineSwapsAWrongGuess(t *testing.T) {
 	s, srv := memSupervisor(t, Config{}, testRepo())
 	const set, otherWheel = "fedcba9876543210", "otherpkg-1.0-py3-none-any.whl"
-	s.learn.learned[set] = &learnedSet{rt: s.runtime.Files(), lastUse: time.Now(), release: func() {},
-		modules: map[string][]string{otherWheel: {"otherpkg"}}}
-	s.learn.guesses.Add(set, guess{key: set, tops: []string{"tinypkg"}})
+	s.learn.Teach(set, s.runtime.Files(), map[string][]string{otherWheel: {"otherpkg"}}, []string{"tinypkg"})
 	in := &memPool{t: t, srv: srv, sets: map[string]map[string]bool{set: {otherWheel: true}}}
 
 	var out lines

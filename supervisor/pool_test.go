@@ -250,7 +250,7 @@ func TestIdleWorkersKilledFromOutsideAreReplaced(t *testing.T) {
 // runs from when the call starts, and a loaded machine may deliver the run
 // late. The interrupt must then stop the run, not the idle interpreter.
 func TestAnInterruptAheadOfTheRunStopsTheRun(t *testing.T) {
-	s, w := takeWorker(t)
+	s, w := warmWorker(t)
 	ctx := context.Background()
 	if err := w.Conn.Interrupt(ctx); err != nil {
 		t.Fatal(err)

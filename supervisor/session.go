@@ -64,13 +64,13 @@ func (s *Supervisor) NewSession(ctx context.Context) (*Session, error) {
 // addSession makes a session of a started worker and watches it.
 func (s *Supervisor) addSession(w *worker.Worker) (*Session, error) {
 	ss := &Session{s: s, turn: make(chan struct{}, 1), done: make(chan struct{}), w: w, installed: s.runtime.Files().Preinstalled()}
-	s.sessionsMu.Lock()
-	defer s.sessionsMu.Unlock()
+	s.sessions.mu.Lock()
+	defer s.sessions.mu.Unlock()
 	if s.ctx.Err() != nil {
 		w.Kill()
 		return nil, errClosed
 	}
-	s.sessions[ss] = struct{}{}
+	s.sessions.live[ss] = struct{}{}
 	s.wg.Go(func() { ss.watch(s.ctx, w.Proc, s.cfg.idleLimits()) })
 	return ss, nil
 }
@@ -143,14 +143,14 @@ func (ss *Session) Close() {
 // closed); it may run more than once, and the first why stays.
 func (ss *Session) end(why error) {
 	s := ss.s
-	s.sessionsMu.Lock()
-	_, live := s.sessions[ss]
-	delete(s.sessions, ss)
+	s.sessions.mu.Lock()
+	_, live := s.sessions.live[ss]
+	delete(s.sessions.live, ss)
 	if live {
 		ss.why = why
 		close(ss.done)
 	}
-	s.sessionsMu.Unlock()
+	s.sessions.mu.Unlock()
 	if live {
 		ss.w.Kill()
 		s.log.Debug("session ended", zap.Int("pid", ss.w.Proc.Pid()))
@@ -221,14 +221,20 @@ func (c Config) idleLimits() worker.IdleLimits {
 	return worker.IdleLimits{Memory: c.MemoryLimit, CPU: max(c.SessionIdleCPU, 0)}
 }
 
-// closeSessions ends every session, when the supervisor closes.
-func (s *Supervisor) closeSessions() {
-	s.sessionsMu.Lock()
-	all := make([]*Session, 0, len(s.sessions))
-	for ss := range s.sessions {
+// sessionSet is the live sessions of a supervisor.
+type sessionSet struct {
+	mu   sync.Mutex
+	live map[*Session]struct{}
+}
+
+// closeAll ends every session, when the supervisor closes.
+func (set *sessionSet) closeAll() {
+	set.mu.Lock()
+	all := make([]*Session, 0, len(set.live))
+	for ss := range set.live {
 		all = append(all, ss)
 	}
-	s.sessionsMu.Unlock()
+	set.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, ss := range all {
 		wg.Go(func() { ss.end(nil) })
@@ -236,9 +242,9 @@ func (s *Supervisor) closeSessions() {
 	wg.Wait()
 }
 
-// sessionCount is the number of live sessions, for Health.
-func (s *Supervisor) sessionCount() int {
-	s.sessionsMu.Lock()
-	defer s.sessionsMu.Unlock()
-	return len(s.sessions)
+// count is the number of live sessions, for Health.
+func (set *sessionSet) count() int {
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	return len(set.live)
 }

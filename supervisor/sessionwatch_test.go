@@ -200,7 +200,7 @@ func TestSessionWatchBetweenCalls(t *testing.T) {
 					t.Errorf("next call: %v, want ErrSessionLost saying %q", runErr, tt.want[0])
 				}
 			})
-			if n := s.sessionCount(); n != 0 {
+			if n := s.sessions.count(); n != 0 {
 				t.Errorf("%d sessions live after the test, want 0", n)
 			}
 		})

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/js"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/install"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/pool"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
@@ -217,19 +218,18 @@ type Supervisor struct {
 	// starts, and admits no call once Close has begun: Close waits for it.
 	wg tracker.Tracker
 
-	runtime *runtimefiles.Keeper[*Installer] // prepares, repairs and hands out the runtime
-	maker   *runtimefiles.Maker              // makes the runtime's files and snapshots
-	workers *worker.Starter                  // starts workers: the bridge, the run directory, the sandbox
+	runtime *runtimefiles.Keeper[*install.Installer] // prepares, repairs and hands out the runtime
+	maker   *runtimefiles.Maker                      // makes the runtime's files and snapshots
+	workers *worker.Starter                          // starts workers: the bridge, the run directory, the sandbox
 	pool    *workerPool
-	learn   *learner
+	learn   *install.Learner
 	memOnce sync.Once // the first worker's memory has been read
 
-	sessionsMu sync.Mutex
-	sessions   map[*Session]struct{} // live sessions
+	sessions sessionSet
 
 	cache *runtimefiles.Cache // the cache entries held, and their pruning
 
-	mounts []*mount.Folder // cfg.Mounts, each pinned to its folder at New
+	files *callFiles // the mounts, and what calls send back
 }
 
 // errClosed is what calls get once Close has begun: the pool's, which
@@ -246,17 +246,34 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 		ctx:    ctx,
 		cancel: cancel,
 
-		sessions: map[*Session]struct{}{},
+		sessions: sessionSet{live: map[*Session]struct{}{}},
 	}
+	s.files = &callFiles{cfg: cfg, log: log}
 	for _, m := range cfg.Mounts {
-		s.mounts = append(s.mounts, mount.Pin(m))
+		s.files.mounts = append(s.files.mounts, mount.Pin(m))
 	}
-	s.runtime = runtimefiles.NewKeeper(ctx, &s.wg, log, runtimefiles.Builds[*Installer]{
-		Build: s.buildRuntime, Started: s.runtimeStarted, Rebuild: s.rebuildRuntime,
+	s.runtime = runtimefiles.NewKeeper(ctx, &s.wg, log, runtimefiles.Builds[*install.Installer]{
+		Build: s.buildRuntime,
+		// What needs the runtime published: the hold on its cache entries,
+		// the pool, and the watch of this host's addresses.
+		Started: func(rt *readyRuntime) {
+			s.cache.HoldRuntime(rt.Files)
+			s.pool.Begin()
+			if s.workers.Addrs != nil {
+				s.wg.Go(func() { s.workers.Addrs.Watch(s.ctx, worker.AddrPoll) })
+			}
+		},
+		// A repair makes the runtime's files again.
+		Rebuild: func(ctx context.Context, pkgs *install.Installer, progress func(string)) (*runtimefiles.Files, error) {
+			files, err := s.maker.Prepare(ctx, progress)
+			if err != nil {
+				return nil, err
+			}
+			return s.withDeps(ctx, files, pkgs, progress)
+		},
 		Remake: func(rt *runtimefiles.Files) { s.maker.RemakeSnapshot(ctx, rt) },
 	})
 	s.cache = runtimefiles.NewCache(ctx, &s.wg, log, cfg.CacheDir, cfg.CacheLimit, s.runtime.Files)
-	s.learn = newLearner()
 	s.metrics = newMetrics(s, cfg.Metrics, log)
 	s.workers = &worker.Starter{Config: worker.Config{Deno: cfg.Deno, StartTimeout: cfg.StartTimeout, OutputLimit: cfg.OutputLimit,
 		ErrorLimit: cfg.errorLimit(), CodeLimit: cfg.CodeLimit, FilesLimit: cfg.FilesLimit, Watch: cfg.watched(),
@@ -265,7 +282,7 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 		Recycles: func() bool { return s.pool.Recycles() },
 		Remake:   s.runtime.RemakeSnapshot,
 		Current: func(rt *runtimefiles.Files, kind string) bool {
-			return rt == s.runtime.Files() || rt == s.learn.runtime(kind)
+			return rt == s.runtime.Files() || rt == s.learn.Runtime(kind)
 		},
 	}
 	s.maker = &runtimefiles.Maker{Deno: cfg.Deno, CacheDir: cfg.CacheDir, Log: log, Snapshot: s.workers.Snapshot,
@@ -273,12 +290,14 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 			policy, _ := s.workers.Policy(rt, false)
 			return policy.Validate(runtime.GOOS)
 		}}
+	s.learn = install.NewLearner(install.Background{Ctx: ctx, WG: &s.wg, Log: log, Cache: s.cache, Maker: s.maker,
+		StartTimeout: cfg.StartTimeout, MemoryLimit: cfg.MemoryLimit})
 	hooks := pool.Hooks[*worker.Worker]{
 		Start: func(ctx context.Context, kind string) (*worker.Worker, error) {
 			return s.startWorker(ctx, worker.RoleCall, kind)
 		},
 		Restore: s.workers.Restore,
-		Hot:     s.learn.hot,
+		Hot:     s.learn.Hot,
 	}
 	if proc.HasThreads {
 		// A worker process serves several calls, a runner each (worker/recycle.go).
@@ -296,7 +315,7 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 // startWorker boots a worker for r (the pool's or a session's), first
 // rebuilding the runtime if any of its files has gone missing under the
 // server, and again when they go missing as the worker starts (see
-// startAttempts). A kind names a learned set of packages (see learn.go) to
+// startAttempts). A kind names a learned set of packages (see install.Learner) to
 // start the worker from; one that is gone or broken gives a plain worker.
 func (s *Supervisor) startWorker(ctx context.Context, r worker.Role, kind string) (*worker.Worker, error) {
 	w, err := s.startOnce(ctx, r, kind)
@@ -336,9 +355,9 @@ func (s *Supervisor) startOnce(ctx context.Context, r worker.Role, kind string) 
 	}
 	rt := ready.Files
 	if kind != "" {
-		learned := s.learn.runtime(kind)
+		learned := s.learn.Runtime(kind)
 		if learned != nil && learned.Missing() != "" {
-			s.learn.forget(kind) // its next uses make it again
+			s.learn.Forget(kind) // its next uses make it again
 			learned = nil
 		}
 		if learned != nil {
@@ -364,7 +383,7 @@ func (s *Supervisor) startOnce(ctx context.Context, r worker.Role, kind string) 
 			s.log.Error("cannot remove a damaged code cache template", zap.Error(err))
 		}
 		if kind != "" {
-			s.learn.forget(kind)
+			s.learn.Forget(kind)
 		}
 	}
 	if what := rt.Missing(); what != "" {
@@ -411,6 +430,24 @@ func knownPythonVersion(cacheDir string) string {
 // them (cachedir.PruneOptions.Keep), whether or not a server runs.
 func CurrentCacheEntries(cacheDir string) []string { return runtimefiles.CurrentEntries(cacheDir) }
 
+// Fetch resolves reqs and --deps as a call would, against Pyodide's package
+// host and the index of the configuration, and downloads every file of the
+// plan, hash-checked, into the package cache, where a later server with the
+// same cache directory finds them: with --offline, or with the host and the
+// index behind a firewall (a built-in package's file found in the cache is
+// never downloaded again). It installs Pyodide if needed, for its lock file,
+// but starts no worker and makes no snapshot. With mirror not "", the files
+// of Pyodide's built-in packages and its lock file are also copied into that
+// directory, which then serves as --pyodide-index-url (see
+// [packages.WriteMirror]). Progress lines go to progress.
+func (s *Supervisor) Fetch(ctx context.Context, reqs []string, mirror string, progress func(string)) ([]packages.LocalFile, error) {
+	pyodide, err := s.maker.Pyodide(ctx, progress)
+	if err != nil {
+		return nil, err
+	}
+	return install.Fetch(ctx, s.cfg.install(), pyodide, reqs, mirror, progress, s.log)
+}
+
 // Start prepares the runtime and warms the pool in the background and returns
 // at once, so that a server can answer initialize before Pyodide is loaded.
 // The preparation is the supervisor's, not ctx's: Close stops it, so that a
@@ -452,7 +489,7 @@ func (s *Supervisor) Run(ctx context.Context, req Request) (Result, error) {
 // Health reports the pool's state, for readiness checks.
 func (s *Supervisor) Health() Health {
 	h := s.pool.Health()
-	return Health{Warm: h.Warm, Busy: h.Busy, Starting: h.Starting, Waiting: h.Waiting, Sessions: s.sessionCount(),
+	return Health{Warm: h.Warm, Busy: h.Busy, Starting: h.Starting, Waiting: h.Waiting, Sessions: s.sessions.count(),
 		Wait: h.Wait, Ready: h.Ready, Err: h.Err}
 }
 
@@ -481,7 +518,7 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	// Before shut: their kills run on goroutines of the tracker, which
 	// starts none once shut with nothing running.
 	s.pool.Close()
-	s.closeSessions()
+	s.sessions.closeAll()
 	select {
 	case <-s.wg.Shut():
 	case <-ctx.Done():

@@ -42,12 +42,12 @@ type toolRelay struct {
 
 // newToolRelay returns the relay of a run whose context is ctx, or nil when
 // no tools are configured.
-func (s *Supervisor) newToolRelay(ctx context.Context, conn *bridge.Conn) *toolRelay {
-	if s.cfg.Tools == nil {
+func (c Config) newToolRelay(ctx context.Context, conn *bridge.Conn) *toolRelay {
+	if c.Tools == nil {
 		return nil
 	}
 	ctx, stop := context.WithCancelCause(ctx)
-	return &toolRelay{tools: s.cfg.Tools, conn: conn, limit: s.cfg.ToolCalls, ctx: ctx, stop: stop,
+	return &toolRelay{tools: c.Tools, conn: conn, limit: c.ToolCalls, ctx: ctx, stop: stop,
 		inFlight: make(chan struct{}, maxToolCallsInFlight)}
 }
 

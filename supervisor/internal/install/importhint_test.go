@@ -1,4 +1,4 @@
-package supervisor
+package install
 
 import (
 	"strings"
@@ -39,7 +39,7 @@ func TestMissingPackageNote(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := &Installer{imports: map[string]string{"numpy": "numpy"}, made: map[string]bool{"mcp_tools": tc.tools}}
 			in.deps.Store(&tc.deps)
-			got := in.missingPackageNote(tc.err, tc.code, tc.script, tc.fromScript)
+			got := in.MissingPackageNote(tc.err, tc.code, tc.script, tc.fromScript)
 			switch {
 			case tc.want == "" && got != "":
 				t.Errorf("note %q, want none", got)
@@ -51,7 +51,7 @@ func TestMissingPackageNote(t *testing.T) {
 			}
 		})
 	}
-	if got := withNote(tb("numpy"), "note: x"); !strings.HasSuffix(got, "No module named 'numpy'\nnote: x\n") {
-		t.Errorf("withNote: %q", got)
+	if got := WithNote(tb("numpy"), "note: x"); !strings.HasSuffix(got, "No module named 'numpy'\nnote: x\n") {
+		t.Errorf("WithNote: %q", got)
 	}
 }

@@ -1,9 +1,9 @@
-package supervisor
+package install
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,7 +15,7 @@ import (
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/js"
-	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/ttlcache"
 )
@@ -24,6 +24,56 @@ import (
 // calls with the same requirements ask no index at all; after it, newer
 // releases are seen.
 const planTTL = 10 * time.Minute
+
+// Config is what an Installer takes of the supervisor's configuration.
+type Config struct {
+	CacheDir        string   // the package cache is its packages directory
+	IndexURL        string   // "" means packages.DefaultIndexURL
+	PyodideIndexURL string   // "" means the host of the pinned Pyodide release
+	Offline         bool     // install from the package cache only
+	Deps            []string // --deps, installed for every call
+	// Made are the top-level modules the worker's runner makes itself
+	// (code mode's mcp_tools): no package provides them, so none is
+	// installed or suggested for them.
+	Made map[string]bool
+}
+
+// Line is what an install says as it goes: a step, or a warning of its
+// plan (an extra a package does not declare), which belongs in the call's
+// output as pip's do.
+type Line struct {
+	Text    string
+	Warning bool
+}
+
+// Progress hears what an install does, for a call's client. The
+// supervisor's call progress is one; its methods must do nothing on a nil
+// receiver.
+type Progress interface {
+	// Resolving is told the requirements being resolved.
+	Resolving(reqs []string)
+	// Transfer returns the package cache's transfer callback, or nil.
+	Transfer() func(file string, bytes, size int64)
+	// Installing is told the files being installed.
+	Installing(wheels []bridge.Payload)
+}
+
+// silent is the Progress of installs no call waits for.
+type silent struct{}
+
+func (silent) Resolving([]string)                   {}
+func (silent) Transfer() func(string, int64, int64) { return nil }
+func (silent) Installing([]bridge.Payload)          {}
+
+// Worker is what an install needs of a worker: its connection, which
+// answers the imports query and installs files.
+type Worker interface {
+	// Imports returns the modules code imports that the interpreter
+	// cannot, as if the hidden top-level modules were not there.
+	Imports(ctx context.Context, code string, hidden []string) ([]string, error)
+	// Install installs wheels into the interpreter.
+	Install(ctx context.Context, wheels []bridge.Payload) error
+}
 
 // Installer resolves, fetches and installs the packages of calls. It works
 // on the trusted side: the index, the package host and the cache are its
@@ -37,17 +87,14 @@ type Installer struct {
 	cache    *packages.Cache
 	imports  map[string]string // import name → package name, from Pyodide's lock file
 	log      *zap.Logger
-	// made are the top-level modules the worker's runner makes itself
-	// (code mode's mcp_tools; see Supervisor.runnerModules): no package
-	// provides them, so none is installed or suggested for them.
-	made map[string]bool
+	made     map[string]bool // Config.Made
 	// deps are --deps, for every call: as given, or pinned to what the
 	// snapshot holds (see pinDeps).
 	deps atomic.Pointer[[]string]
 
 	// bytecode makes and finds the compiled variants of wheels (see
 	// bytecode.go); nil installs wheels as they are.
-	bytecode *bytecoder
+	bytecode *Bytecoder
 
 	// plans are resolved sets of requirements, by the requirements: a
 	// repeated call asks no index for planTTL. Bounded, so that calls with
@@ -64,9 +111,10 @@ type resolved struct {
 // of dependencies a server's calls use within planTTL.
 const maxPlans = 1024
 
-// NewInstaller reads the lock file of the installed Pyodide and sets up the
-// resolver and the package cache under the cache directory.
-func NewInstaller(cfg Config, pyodideDir string, log *zap.Logger) (*Installer, error) {
+// New reads the lock file of the installed Pyodide and sets up the
+// resolver and the package cache under the cache directory. bytecode, if
+// not nil, compiles the wheels installed.
+func New(cfg Config, pyodideDir string, bytecode *Bytecoder, log *zap.Logger) (*Installer, error) {
 	lock, err := packages.ReadLock(filepath.Join(pyodideDir, "pyodide-lock.json"))
 	if err != nil {
 		return nil, err
@@ -97,22 +145,24 @@ func NewInstaller(cfg Config, pyodideDir string, log *zap.Logger) (*Installer, e
 		cache:    cache,
 		imports:  lock.ImportTable(),
 		log:      log,
+		made:     cfg.Made,
+		bytecode: bytecode,
 		plans:    ttlcache.New[string, resolved](maxPlans, planTTL),
 	}
 	in.deps.Store(&cfg.Deps)
 	return in, nil
 }
 
-// files resolves reqs (after --deps) and returns the files to install, read
+// Files resolves reqs (after --deps) and returns the files to install, read
 // from the cache, skipping those already installed. A failure is a
 // *packages.Error naming the requirement. Progress goes to the server's log
-// and, as Progress lines, to out if it is not nil.
-func (in *Installer) files(ctx context.Context, reqs []string, installed map[string]bool, out func(Line)) ([]bridge.Payload, error) {
+// and, as Lines, to out if it is not nil, and to prog.
+func (in *Installer) Files(ctx context.Context, reqs []string, installed map[string]bool, out func(Line), prog Progress) ([]bridge.Payload, error) {
 	all := append(slices.Clone(*in.deps.Load()), reqs...)
 	if len(all) == 0 {
 		return nil, nil
 	}
-	_, local, err := in.obtain(ctx, all, nil, installed, out)
+	_, local, err := in.obtain(ctx, all, nil, installed, out, prog)
 	if err != nil {
 		return nil, err
 	}
@@ -125,12 +175,12 @@ func (in *Installer) files(ctx context.Context, reqs []string, installed map[str
 func (in *Installer) pinDeps(pins []string) { in.deps.Store(&pins) }
 
 // progress returns the function that sends a progress line to the server's
-// log and, as a Progress line, to out if it is not nil.
+// log and, as a Line, to out if it is not nil.
 func (in *Installer) progress(out func(Line)) func(string) {
 	return func(msg string) {
 		in.log.Debug(msg)
 		if out != nil {
-			out(Line{Stream: Progress, Text: msg})
+			out(Line{Text: msg})
 		}
 	}
 }
@@ -144,27 +194,27 @@ func (in *Installer) progress(out func(Line)) func(string) {
 // like any other. If that fails too, the error is the host's: it names the
 // host and the flag that points elsewhere.
 //
-// The plan's warnings go to out as Stderr lines: they are part of the
+// The plan's warnings go to out as warnings: they are part of the
 // call's output, as pip's are.
-func (in *Installer) obtain(ctx context.Context, reqs, inferred []string, installed map[string]bool, out func(Line)) (packages.Plan, []packages.LocalFile, error) {
-	progressFrom(ctx).resolving(append(slices.Clone(reqs), inferred...))
-	plan, local, err := in.resolveAndFetch(ctx, reqs, inferred, installed, in.progress(out))
+func (in *Installer) obtain(ctx context.Context, reqs, inferred []string, installed map[string]bool, out func(Line), prog Progress) (packages.Plan, []packages.LocalFile, error) {
+	prog.Resolving(append(slices.Clone(reqs), inferred...))
+	plan, local, err := in.resolveAndFetch(ctx, reqs, inferred, installed, in.progress(out), prog.Transfer())
 	for _, w := range plan.Warnings {
 		in.log.Debug(w)
 		if out != nil && err == nil {
-			out(Line{Stream: Stderr, Text: w})
+			out(Line{Text: w, Warning: true})
 		}
 	}
 	return plan, local, err
 }
 
 // resolveAndFetch is obtain without the warnings.
-func (in *Installer) resolveAndFetch(ctx context.Context, reqs, inferred []string, installed map[string]bool, progress func(string)) (packages.Plan, []packages.LocalFile, error) {
+func (in *Installer) resolveAndFetch(ctx context.Context, reqs, inferred []string, installed map[string]bool, progress func(string), transfer func(file string, bytes, size int64)) (packages.Plan, []packages.LocalFile, error) {
 	key := planKey(reqs, inferred)
 	plan, err := in.plan(ctx, in.resolver, key, reqs, inferred, progress)
 	var local []packages.LocalFile
 	if err == nil {
-		local, err = in.fetch(ctx, plan, installed, progress)
+		local, err = in.fetch(ctx, plan, installed, progress, transfer)
 	}
 	if err == nil || !packages.PyodideHostUnreachable(err) || ctx.Err() != nil {
 		return plan, local, err
@@ -176,7 +226,7 @@ func (in *Installer) resolveAndFetch(ctx context.Context, reqs, inferred []strin
 	in.plans.Remove(key)
 	mplan, merr := in.plan(ctx, in.mirror, key, reqs, inferred, progress)
 	if merr == nil {
-		local, merr = in.fetch(ctx, mplan, installed, progress)
+		local, merr = in.fetch(ctx, mplan, installed, progress, transfer)
 	}
 	if merr != nil {
 		if ctx.Err() != nil {
@@ -189,15 +239,16 @@ func (in *Installer) resolveAndFetch(ctx context.Context, reqs, inferred []strin
 	return mplan, local, nil
 }
 
-// fetch gets the files of plan not installed yet into the cache.
-func (in *Installer) fetch(ctx context.Context, plan packages.Plan, installed map[string]bool, progress func(string)) ([]packages.LocalFile, error) {
+// fetch gets the files of plan not installed yet into the cache, telling
+// transfer (if not nil) how much of each has come.
+func (in *Installer) fetch(ctx context.Context, plan packages.Plan, installed map[string]bool, progress func(string), transfer func(file string, bytes, size int64)) ([]packages.LocalFile, error) {
 	var todo packages.Plan
 	for _, f := range plan.Files {
 		if !installed[f.Filename] {
 			todo.Files = append(todo.Files, f)
 		}
 	}
-	return in.cache.WithProgress(progress).WithTransfer(progressFrom(ctx).transfer()).Fetch(ctx, todo)
+	return in.cache.WithProgress(progress).WithTransfer(transfer).Fetch(ctx, todo)
 }
 
 // wheels names fetched files for the worker and marks them installed. The
@@ -207,16 +258,17 @@ func (in *Installer) fetch(ctx context.Context, plan packages.Plan, installed ma
 // bytecode.go). Keys that name a set of files by their paths take
 // packages.SourcePath of each, which a compile does not change.
 func (in *Installer) wheels(local []packages.LocalFile, installed map[string]bool) ([]bridge.Payload, error) {
-	return in.wheelsOf(local, installed, true)
+	return payloads(local, installed, func(f packages.LocalFile) (string, bool) { return in.bytecode.variant(in.cache, f) })
 }
 
-// wheelsOf is wheels, with the compiled variants only if compiled.
-func (in *Installer) wheelsOf(local []packages.LocalFile, installed map[string]bool, compiled bool) ([]bridge.Payload, error) {
+// payloads names fetched files for the worker, each by its variant when
+// variant (if not nil) says it has one, and marks them installed.
+func payloads(local []packages.LocalFile, installed map[string]bool, variant func(packages.LocalFile) (string, bool)) ([]bridge.Payload, error) {
 	wheels := make([]bridge.Payload, len(local))
 	for i, f := range local {
 		path := f.Path
-		if compiled {
-			if p, ok := in.bytecode.variant(in.cache, f); ok {
+		if variant != nil {
+			if p, ok := variant(f); ok {
 				path = p
 			}
 		}
@@ -259,7 +311,7 @@ func (in *Installer) plan(ctx context.Context, r *packages.Resolver, key string,
 // need and then asking the worker again what is still missing.
 const maxImportRounds = 2
 
-// fromImports installs into w the packages for the modules code imports
+// FromImports installs into w the packages for the modules code imports
 // that w cannot import yet, and returns the requirements it installed. Call
 // it after installing --deps: what they bring is then importable and not
 // inferred again.
@@ -279,15 +331,16 @@ const maxImportRounds = 2
 //
 // inf records the first round's answer and the wheels installed; on a
 // worker of a learned set it also hides the set's modules and claims its
-// wheels instead of installing them (see [inference]), and the error is
-// errUnfit when the set is not what the rounds would install.
-func (in *Installer) fromImports(ctx context.Context, w *worker.Worker, code string, installed map[string]bool, out func(Line), inf *inference) (reqs []string, phase installPhase, err error) {
+// wheels instead of installing them (see [Inference]), and fits is false,
+// with no error, when the set is not what the rounds would install: the
+// call must go on with a plain worker.
+func (in *Installer) FromImports(ctx context.Context, w Worker, code string, installed map[string]bool, out func(Line), prog Progress, inf *Inference) (reqs []string, fits bool, phase Phase, err error) {
 	// Without the word there is no import statement to find: skip the round trip.
 	if !strings.Contains(code, "import") {
 		if len(inf.unclaimed) > 0 {
-			return nil, phaseImports, errUnfit
+			return nil, false, PhaseImports, nil
 		}
-		return nil, phaseNone, nil
+		return nil, true, PhaseNone, nil
 	}
 	progress := in.progress(out)
 	tried := map[string]bool{} // normalized packages looked up in a round
@@ -299,8 +352,8 @@ func (in *Installer) fromImports(ctx context.Context, w *worker.Worker, code str
 	var missing []string
 	round := 0
 	for ; round < maxImportRounds; round++ {
-		if missing, err = w.Conn.Imports(ctx, code, inf.hidden()); err != nil {
-			return reqs, phaseImports, fmt.Errorf("find the code's imports: %w", err)
+		if missing, err = w.Imports(ctx, code, inf.hidden()); err != nil {
+			return reqs, true, PhaseImports, fmt.Errorf("find the code's imports: %w", err)
 		}
 		missing = slices.DeleteFunc(missing, func(name string) bool {
 			top, _, _ := strings.Cut(name, ".")
@@ -319,14 +372,14 @@ func (in *Installer) fromImports(ctx context.Context, w *worker.Worker, code str
 		if len(fresh) == 0 {
 			break
 		}
-		wheels, used, skipped, err := in.inferredFiles(ctx, fresh, reqs, installed, out)
+		wheels, used, skipped, err := in.inferredFiles(ctx, fresh, reqs, installed, out, prog)
 		if err != nil {
 			// The failed call lists what it tried to install, as before
 			// there were rounds.
 			for _, inf := range fresh {
 				reqs = append(reqs, inf.Package)
 			}
-			return reqs, phaseFetch, err
+			return reqs, true, PhaseFetch, err
 		}
 		for imp, why := range skipped {
 			notFound[imp] = pending{round, why}
@@ -334,12 +387,12 @@ func (in *Installer) fromImports(ctx context.Context, w *worker.Worker, code str
 		if len(wheels) > 0 {
 			if inf.unclaimed != nil {
 				if !inf.claim(wheels) {
-					return reqs, phaseImports, errUnfit
+					return reqs, false, PhaseImports, nil
 				}
 			} else {
-				progressFrom(ctx).installing(wheels)
-				if err := w.Conn.Install(ctx, wheels); err != nil {
-					return append(reqs, used...), phaseInstall, err
+				prog.Installing(wheels)
+				if err := w.Install(ctx, wheels); err != nil {
+					return append(reqs, used...), true, PhaseInstall, err
 				}
 			}
 			inf.wheels = append(inf.wheels, wheels...)
@@ -347,7 +400,7 @@ func (in *Installer) fromImports(ctx context.Context, w *worker.Worker, code str
 		reqs = append(reqs, used...)
 	}
 	if len(inf.unclaimed) > 0 {
-		return reqs, phaseImports, errUnfit
+		return reqs, false, PhaseImports, nil
 	}
 	// A name skipped in an earlier round that the last look still found
 	// missing, or one skipped in the last round, is really not there.
@@ -365,7 +418,7 @@ func (in *Installer) fromImports(ctx context.Context, w *worker.Worker, code str
 			progress("skipping " + imp + ": no package provides it, so importing it raises ImportError (" + p.reason + ")")
 		}
 	}
-	return reqs, phaseNone, nil
+	return reqs, true, PhaseNone, nil
 }
 
 // inferredFiles resolves the packages inferred from imports (after --deps
@@ -378,7 +431,7 @@ func (in *Installer) fromImports(ctx context.Context, w *worker.Worker, code str
 // checked to provide the imported top-level module: a look-alike project
 // that took the name on the index, or a project some table maps wrongly, is
 // dropped and the rest resolved again.
-func (in *Installer) inferredFiles(ctx context.Context, fresh []packages.Inferred, earlier []string, installed map[string]bool, out func(Line)) ([]bridge.Payload, []string, map[string]string, error) {
+func (in *Installer) inferredFiles(ctx context.Context, fresh []packages.Inferred, earlier []string, installed map[string]bool, out func(Line), prog Progress) ([]bridge.Payload, []string, map[string]string, error) {
 	progress := in.progress(out)
 	firm := append(slices.Clone(*in.deps.Load()), earlier...)
 	skipped := map[string]string{}
@@ -388,7 +441,7 @@ func (in *Installer) inferredFiles(ctx context.Context, fresh []packages.Inferre
 		for i, inf := range cand {
 			names[i] = inf.Package
 		}
-		plan, local, err := in.obtain(ctx, firm, names, installed, out)
+		plan, local, err := in.obtain(ctx, firm, names, installed, out, prog)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -453,14 +506,89 @@ func lookAlike(inf packages.Inferred, plan packages.Plan, local []packages.Local
 	return ""
 }
 
-// installError is the result of a call whose packages could not be installed.
-func installError(reqs []string, err error, out func(Line)) Result {
-	msg := err.Error()
-	if errors.Is(err, context.DeadlineExceeded) {
-		msg = "installing packages did not finish within the time limit"
+// importable adds to modules the top-level modules of wheels that a
+// package offers: not private ones, nor tests. Shared libraries have none.
+func importable(wheels []bridge.Payload, modules map[string]bool) error {
+	for _, w := range wheels {
+		if !strings.HasSuffix(w.Name, ".whl") {
+			continue
+		}
+		mods, err := packages.WheelModules(w.Path)
+		if err != nil {
+			return fmt.Errorf("modules of %s: %w", w.Name, err)
+		}
+		offered(mods, modules)
 	}
-	if out != nil {
-		out(Line{Stream: Failure, Text: msg})
+	return nil
+}
+
+// offered adds to modules those of mods that a package offers: not private
+// ones, nor tests.
+func offered(mods, modules map[string]bool) {
+	for m := range mods {
+		if !strings.HasPrefix(m, "_") && m != "tests" && m != "test" {
+			modules[m] = true
+		}
 	}
-	return Result{Status: StatusInstallError, Dependencies: packages.WithoutPython(reqs), Error: msg}
+}
+
+// ResolveDeps resolves and fetches deps (--deps), holding each file in the
+// cache with hold, pins the installer's --deps to what it resolved, and
+// returns the set with the sha256 of each file.
+func (in *Installer) ResolveDeps(ctx context.Context, deps []string, hold func(path string) (func(), error)) (*runtimefiles.Deps, []string, error) {
+	plan, local, err := in.obtain(ctx, deps, nil, map[string]bool{}, nil, silent{})
+	if err != nil {
+		return nil, nil, err
+	}
+	files := map[string]bool{}
+	wheels, err := in.wheels(local, files)
+	if err != nil {
+		return nil, nil, err
+	}
+	var sums, pins []string
+	for _, f := range local {
+		// Every worker gets them from the cache: keep them from a prune.
+		if _, err := hold(f.Path); err != nil {
+			return nil, nil, fmt.Errorf("hold %s in the cache: %w", f.Filename, err)
+		}
+		sums = append(sums, f.SHA256)
+	}
+	modules := map[string]bool{}
+	if err := importable(wheels, modules); err != nil {
+		return nil, nil, err
+	}
+	for _, f := range plan.Files {
+		pins = append(pins, f.Name+"=="+f.Version)
+	}
+	in.pinDeps(pins)
+	set := &runtimefiles.Deps{Wheels: wheels, Files: files, Modules: slices.Sorted(maps.Keys(modules))}
+	return set, sums, nil
+}
+
+// Phase is a part of a call's install step, before its code runs:
+// a call whose time ran out there says which.
+type Phase int
+
+// The phases of an install.
+const (
+	PhaseNone    Phase = iota // the install did not fail
+	PhaseFetch                // resolving the requirements and downloading their files
+	PhaseImports              // asking the worker what the code imports
+	PhaseInstall              // sending the files to the worker
+)
+
+// String says what the call was doing, as in "its time ran out while
+// installing packages".
+func (p Phase) String() string {
+	switch p {
+	case PhaseNone:
+		return ""
+	case PhaseFetch:
+		return "resolving and downloading packages"
+	case PhaseImports:
+		return "finding the code's imports"
+	case PhaseInstall:
+		return "installing packages"
+	}
+	return fmt.Sprintf("Phase(%d)", int(p))
 }

@@ -1,4 +1,4 @@
-package supervisor
+package install
 
 // Bytecode for installed wheels. Packages come as source, and every fresh
 // interpreter would compile their modules again at import, printing their
@@ -79,10 +79,12 @@ func bytecodeLimit(source int64) int64 {
 	return min(worker.MaxBytecode, bytecodeRatio*source+1<<20)
 }
 
-// bytecoder queues the wheels to compile and compiles them, one at a time,
+// Bytecoder queues the wheels to compile and compiles them, one at a time,
 // in one compile worker that lives while there is work.
-type bytecoder struct {
-	s *Supervisor
+type Bytecoder struct {
+	Background
+	idle  func() bool                    // no call holds a worker of the pool, which starts none
+	start func() (*worker.Worker, error) // starts a compile worker
 	// key names the interpreter in the cache: its cache tag and the
 	// Pyodide release (which fixes the magic number). tag is the tag the
 	// compiling interpreter must report.
@@ -94,22 +96,23 @@ type bytecoder struct {
 	running bool
 }
 
-// newBytecoder returns the bytecoder of s, for the interpreter of Python
-// version python ("3.14"); nil, and wheels are installed as they are, when
-// the version is not known.
-func (s *Supervisor) newBytecoder(python string) *bytecoder {
+// NewBytecoder returns the bytecoder of the interpreter of Python version
+// python ("3.14"), working in bg while idle says the pool is, in compile
+// workers that start starts; nil, and wheels are installed as they are,
+// when the version is not known.
+func NewBytecoder(python string, bg Background, idle func() bool, start func() (*worker.Worker, error)) *Bytecoder {
 	pyodide, err := js.PyodideVersion()
 	if err != nil || python == "" {
 		return nil
 	}
 	tag := "cpython-" + strings.ReplaceAll(python, ".", "")
-	return &bytecoder{s: s, key: tag + "-pyodide-" + pyodide, tag: tag, seen: map[string]bool{}}
+	return &Bytecoder{Background: bg, idle: idle, start: start, key: tag + "-pyodide-" + pyodide, tag: tag, seen: map[string]bool{}}
 }
 
 // variant returns the wheel to install for f: its compiled variant when
 // the cache has one, else f, which is then queued to be compiled (unless it
 // was, in this process: one that failed is not tried again).
-func (b *bytecoder) variant(cache *packages.Cache, f packages.LocalFile) (path string, ok bool) {
+func (b *Bytecoder) variant(cache *packages.Cache, f packages.LocalFile) (path string, ok bool) {
 	if b == nil || !strings.HasSuffix(f.Filename, ".whl") {
 		return "", false
 	}
@@ -119,24 +122,24 @@ func (b *bytecoder) variant(cache *packages.Cache, f packages.LocalFile) (path s
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.seen[f.Path] || len(b.queue) >= maxCompileQueue || b.s.ctx.Err() != nil {
+	if b.seen[f.Path] || len(b.queue) >= maxCompileQueue || b.Ctx.Err() != nil {
 		return "", false
 	}
 	b.seen[f.Path] = true
 	b.queue = append(b.queue, f)
 	if !b.running {
 		// Not once the supervisor is closing: the queue is dropped.
-		b.running = b.s.wg.Go(func() { b.compileAll(cache) })
+		b.running = b.WG.Go(func() { b.compileAll(cache) })
 	}
 	return "", false
 }
 
 // next takes the next wheel of the queue; ok is false, and the bytecoder
 // stops running, when there is none.
-func (b *bytecoder) next() (f packages.LocalFile, ok bool) {
+func (b *Bytecoder) next() (f packages.LocalFile, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.queue) == 0 || b.s.ctx.Err() != nil {
+	if len(b.queue) == 0 || b.Ctx.Err() != nil {
 		b.running = false
 		return packages.LocalFile{}, false
 	}
@@ -148,8 +151,7 @@ func (b *bytecoder) next() (f packages.LocalFile, ok bool) {
 // compileAll compiles the queued wheels, starting a compile worker for
 // them, and a new one after a wheel that failed (the worker may be
 // wedged), and stops it once the queue is empty.
-func (b *bytecoder) compileAll(cache *packages.Cache) {
-	s := b.s
+func (b *Bytecoder) compileAll(cache *packages.Cache) {
 	var w *worker.Worker
 	defer func() {
 		if w != nil {
@@ -164,9 +166,9 @@ func (b *bytecoder) compileAll(cache *packages.Cache) {
 		b.quiet()
 		if w == nil {
 			var err error
-			if w, err = s.startCompileWorker(); err != nil {
-				if s.ctx.Err() == nil {
-					s.log.Warn("no compile worker: packages import from source", zap.Error(err))
+			if w, err = b.start(); err != nil {
+				if b.Ctx.Err() == nil {
+					b.Log.Warn("no compile worker: packages import from source", zap.Error(err))
 				}
 				continue
 			}
@@ -174,21 +176,21 @@ func (b *bytecoder) compileAll(cache *packages.Cache) {
 		start := time.Now()
 		var skip []string
 		path, m, err := b.compile(cache, w, f, skip)
-		for ce := (*bridge.CompileError)(nil); errors.As(err, &ce) && ce.Module != "" && len(skip) < maxCrashes && s.ctx.Err() == nil; {
+		for ce := (*bridge.CompileError)(nil); errors.As(err, &ce) && ce.Module != "" && len(skip) < maxCrashes && b.Ctx.Err() == nil; {
 			// The worker is gone with its interpreter, or stopped: again
 			// in a new one, without that module, which imports from source.
-			s.log.Debug("compiling a module ended or outran the compile worker; compiling its package again without it",
+			b.Log.Debug("compiling a module ended or outran the compile worker; compiling its package again without it",
 				zap.String("file", f.Filename), zap.String("module", ce.Module), zap.Error(err))
 			w.Kill()
-			if w, err = s.startCompileWorker(); err != nil {
+			if w, err = b.start(); err != nil {
 				break
 			}
 			skip = append(skip, ce.Module)
 			path, m, err = b.compile(cache, w, f, skip)
 		}
 		if err != nil {
-			if s.ctx.Err() == nil {
-				s.log.Warn("cannot compile a package to bytecode: it imports from source", zap.String("file", f.Filename), zap.Error(err))
+			if b.Ctx.Err() == nil {
+				b.Log.Warn("cannot compile a package to bytecode: it imports from source", zap.String("file", f.Filename), zap.Error(err))
 			}
 			if w != nil {
 				w.Kill()
@@ -196,25 +198,24 @@ func (b *bytecoder) compileAll(cache *packages.Cache) {
 			}
 			continue
 		}
-		s.log.Debug("compiled a package to bytecode", zap.String("file", f.Filename), zap.String("path", path),
+		b.Log.Debug("compiled a package to bytecode", zap.String("file", f.Filename), zap.String("path", path),
 			zap.Int("modules", m.Modules), zap.Int("skipped", m.Skipped), zap.Duration("took", time.Since(start)))
-		s.cache.PruneSoon()
+		b.Cache.PruneSoon()
 	}
 }
 
 // quiet waits until no call holds a worker of the pool and the pool starts
 // none, for at most compileDefer, or until the supervisor closes.
-func (b *bytecoder) quiet() {
-	p := b.s.pool
+func (b *Bytecoder) quiet() {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.Now().Add(compileDefer)
 	for time.Now().Before(deadline) {
-		if p.Idle() {
+		if b.idle() {
 			return
 		}
 		select {
-		case <-b.s.ctx.Done():
+		case <-b.Ctx.Done():
 			return
 		case <-tick.C:
 		}
@@ -223,9 +224,8 @@ func (b *bytecoder) quiet() {
 
 // compile compiles one wheel in w, but for the modules skip, and stores its
 // compiled variant.
-func (b *bytecoder) compile(cache *packages.Cache, w *worker.Worker, f packages.LocalFile, skip []string) (string, packages.Bytecode, error) {
-	s := b.s
-	release, err := s.cache.Hold(f.Path)
+func (b *Bytecoder) compile(cache *packages.Cache, w *worker.Worker, f packages.LocalFile, skip []string) (string, packages.Bytecode, error) {
+	release, err := b.Cache.Hold(f.Path)
 	if err != nil {
 		return "", packages.Bytecode{}, fmt.Errorf("hold it in the cache: %w", err)
 	}
@@ -237,23 +237,23 @@ func (b *bytecoder) compile(cache *packages.Cache, w *worker.Worker, f packages.
 	if err != nil {
 		return "", packages.Bytecode{}, err
 	}
-	wheels, err := s.runtime.Current().Pkgs.plainWheels([]packages.LocalFile{f})
+	wheels, err := plainWheels([]packages.LocalFile{f})
 	if err != nil {
 		return "", packages.Bytecode{}, err
 	}
-	ctx, watch := watchCompile(s.ctx)
+	ctx, watch := watchCompile(b.Ctx)
 	defer watch.stop()
-	if s.cfg.MemoryLimit > 0 {
-		s.wg.Go(func() { w.WatchMemory(ctx, s.cfg.MemoryLimit, s.log, watch.overMemory) })
+	if b.MemoryLimit > 0 {
+		b.WG.Go(func() { w.WatchMemory(ctx, b.MemoryLimit, b.Log, watch.overMemory) })
 	}
 	printed := func(lines []string) {
 		for _, l := range lines {
-			s.log.Debug("compile worker printed", zap.String("file", f.Filename), zap.String("line", l))
+			b.Log.Debug("compile worker printed", zap.String("file", f.Filename), zap.String("line", l))
 		}
 	}
 	got, err := w.Conn.Compile(ctx, wheels[0], bytecodeLimit(source), skip, printed, watch.compiling)
 	if err != nil {
-		if s.ctx.Err() == nil {
+		if b.Ctx.Err() == nil {
 			err = watch.failure(ctx, err)
 		}
 		return "", packages.Bytecode{}, err
@@ -266,20 +266,10 @@ func (b *bytecoder) compile(cache *packages.Cache, w *worker.Worker, f packages.
 	return path, m, err
 }
 
-// startCompileWorker starts a compile worker: restored from the runtime's
-// snapshot, no network, and a read limit for the largest archive. --deps
-// queue their wheels while the runtime is being prepared: it waits for it.
-func (s *Supervisor) startCompileWorker() (*worker.Worker, error) {
-	if _, err := s.runtime.Ensure(s.ctx, nil); err != nil {
-		return nil, err
-	}
-	return s.startWorker(s.ctx, worker.RoleCompile, "")
-}
-
 // plainWheels is wheels without the compiled variants: the files as
 // fetched.
-func (in *Installer) plainWheels(local []packages.LocalFile) ([]bridge.Payload, error) {
-	return in.wheelsOf(local, map[string]bool{}, false)
+func plainWheels(local []packages.LocalFile) ([]bridge.Payload, error) {
+	return payloads(local, map[string]bool{}, nil)
 }
 
 // compileWatch stops a compile that takes longer than compileTimeout, one

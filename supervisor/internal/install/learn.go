@@ -1,10 +1,9 @@
-package supervisor
+package install
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/ttlcache"
 )
@@ -29,7 +29,7 @@ import (
 //
 // A PEP 723 set is known before a worker is taken. A set inferred from
 // imports is known only once a worker has answered which of the code's
-// imports are missing, so it is guessed (see learnedGuess) and the worker
+// imports are missing, so it is guessed (see Learner.Guess) and the worker
 // of the guessed set answers as a plain one would; if the rounds of
 // installs ask for anything but exactly its set, the worker is retired
 // and the call goes on with a plain one (see inference).
@@ -40,9 +40,22 @@ const (
 	maxSets    = 256              // sets counted
 )
 
-// learner counts the package sets of calls and keeps the runtimes of the
+// Background is what the install's work in the background (learning sets,
+// compiling wheels) takes of the supervisor.
+type Background struct {
+	Ctx          context.Context  // the supervisor's: the work ends when it closes
+	WG           *tracker.Tracker // the supervisor's: the work runs on its goroutines
+	Log          *zap.Logger
+	Cache        *runtimefiles.Cache // holds what the work makes, and prunes after it
+	Maker        *runtimefiles.Maker // makes a learned set's snapshot; nil makes none, sets are only counted
+	StartTimeout time.Duration       // bounds a learned set's snapshot
+	MemoryLimit  int64               // a compile worker's, as every worker's; 0 for none
+}
+
+// Learner counts the package sets of calls and keeps the runtimes of the
 // learned ones.
-type learner struct {
+type Learner struct {
+	Background
 	mu      sync.Mutex
 	uses    *ttlcache.Cache[string, int]
 	learned map[string]*learnedSet
@@ -70,14 +83,10 @@ type guess struct {
 	tops []string
 }
 
-// errUnfit is the error of the rounds of installs on a worker of a learned
-// set that ask for other packages than its set.
-var errUnfit = errors.New("the code's imports need other packages than the worker's learned set")
-
-// inference is what a call's rounds of installs from its imports
-// ([installer.fromImports]) found, and on a worker of a learned set what
+// Inference is what a call's rounds of installs from its imports
+// ([Installer.FromImports]) found, and on a worker of a learned set what
 // they may still claim.
-type inference struct {
+type Inference struct {
 	first  []string         // the names missing in the first round
 	wheels []bridge.Payload // the files the rounds installed or claimed
 	// unclaimed, on a worker of a learned set (nil on any other), are the
@@ -89,7 +98,7 @@ type inference struct {
 }
 
 // hidden returns the top-level modules of the files not claimed yet.
-func (inf *inference) hidden() []string {
+func (inf *Inference) hidden() []string {
 	var mods []string
 	for _, m := range inf.unclaimed {
 		mods = append(mods, m...)
@@ -100,7 +109,7 @@ func (inf *inference) hidden() []string {
 
 // claim takes wheels, which a round would install, from the files not
 // claimed yet, and reports whether they all were.
-func (inf *inference) claim(wheels []bridge.Payload) bool {
+func (inf *Inference) claim(wheels []bridge.Payload) bool {
 	for _, w := range wheels {
 		if _, ok := inf.unclaimed[w.Name]; !ok {
 			return false
@@ -112,35 +121,37 @@ func (inf *inference) claim(wheels []bridge.Payload) bool {
 	return true
 }
 
-func newLearner() *learner {
-	return &learner{
-		uses:    ttlcache.New[string, int](maxSets, hotFor),
-		learned: map[string]*learnedSet{},
-		guesses: ttlcache.New[string, guess](maxSets, hotFor),
+// NewLearner returns a Learner that makes its snapshots in bg.
+func NewLearner(bg Background) *Learner {
+	return &Learner{
+		Background: bg,
+		uses:       ttlcache.New[string, int](maxSets, hotFor),
+		learned:    map[string]*learnedSet{},
+		guesses:    ttlcache.New[string, guess](maxSets, hotFor),
 	}
 }
 
-// inference returns the start of the rounds of installs on a worker of
+// Inference returns the start of the rounds of installs on a worker of
 // learned set key, or nil when the set is no longer known (its worker
 // cannot tell a plain answer).
-func (l *learner) inference(key string) *inference {
+func (l *Learner) Inference(key string) *Inference {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ls := l.learned[key]
 	if ls == nil {
 		return nil
 	}
-	inf := &inference{unclaimed: map[string][]string{}}
+	inf := &Inference{unclaimed: map[string][]string{}}
 	for name, mods := range ls.modules {
 		inf.unclaimed[name] = mods
 	}
 	return inf
 }
 
-// learnedGuess returns the learned set that code's imports probably make,
+// Guess returns the learned set that code's imports probably make,
 // or "": of the sets whose first round's missing modules code's import
 // statements all name, the one with the most, then the one used last.
-func (s *Supervisor) learnedGuess(rt *runtimefiles.Files, code string) string {
+func (l *Learner) Guess(rt *runtimefiles.Files, code string) string {
 	if rt.Key == "" {
 		return ""
 	}
@@ -148,7 +159,6 @@ func (s *Supervisor) learnedGuess(rt *runtimefiles.Files, code string) string {
 	if len(tops) == 0 {
 		return ""
 	}
-	l := s.learn
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var best *learnedSet
@@ -174,13 +184,13 @@ func allIn(names []string, set map[string]bool) bool {
 	return true
 }
 
-// learnInferred counts the set that a call's imports made (see learnUse),
-// and remembers which missing modules made it, for learnedGuess.
-func (s *Supervisor) learnInferred(rt *runtimefiles.Files, inf *inference) {
+// Inferred counts the set that a call's imports made (see Use),
+// and remembers which missing modules made it, for Guess.
+func (l *Learner) Inferred(rt *runtimefiles.Files, inf *Inference) {
 	if len(inf.wheels) == 0 || rt.Key == "" {
 		return
 	}
-	s.learnUse(rt, inf.wheels)
+	l.Use(rt, inf.wheels)
 	var tops []string
 	for _, name := range inf.first {
 		top, _, _ := strings.Cut(name, ".")
@@ -189,7 +199,6 @@ func (s *Supervisor) learnInferred(rt *runtimefiles.Files, inf *inference) {
 	slices.Sort(tops)
 	tops = slices.Compact(tops)
 	key := setKey(rt, inf.wheels)
-	l := s.learn
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.guesses.Add(key+"\x00"+strings.Join(tops, " "), guess{key: key, tops: tops})
@@ -214,9 +223,20 @@ func setKey(rt *runtimefiles.Files, wheels []bridge.Payload) string {
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
-// hot returns the learned sets used recently, most recent first: the pool
+// Teach makes key a learned set of rt without making its snapshot, as if
+// calls with code that imports all of tops had made it: a worker of the
+// set has modules, by file, hidden from its imports query. It is for the
+// tests of the set's users, which have no deno to make a snapshot with.
+func (l *Learner) Teach(key string, rt *runtimefiles.Files, modules map[string][]string, tops []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.learned[key] = &learnedSet{rt: rt, lastUse: time.Now(), release: func() {}, modules: modules}
+	l.guesses.Add(key, guess{key: key, tops: tops})
+}
+
+// Hot returns the learned sets used recently, most recent first: the pool
 // keeps a warm worker of each (as many as it can).
-func (l *learner) hot() []string {
+func (l *Learner) Hot() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var keys []string
@@ -229,8 +249,8 @@ func (l *learner) hot() []string {
 	return keys
 }
 
-// runtime returns the runtime of learned set key, or nil.
-func (l *learner) runtime(key string) *runtimefiles.Files {
+// Runtime returns the Runtime of learned set key, or nil.
+func (l *Learner) Runtime(key string) *runtimefiles.Files {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if ls := l.learned[key]; ls != nil {
@@ -239,9 +259,9 @@ func (l *learner) runtime(key string) *runtimefiles.Files {
 	return nil
 }
 
-// forget drops learned set key, whose files are gone or damaged: its calls
+// Forget drops learned set key, whose files are gone or damaged: its calls
 // get plain workers, and its next use makes its snapshot again.
-func (l *learner) forget(key string) {
+func (l *Learner) Forget(key string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if ls := l.learned[key]; ls != nil {
@@ -250,15 +270,14 @@ func (l *learner) forget(key string) {
 	}
 }
 
-// use counts a call's set of packages (the files wheels, installed on top
+// Use counts a call's set of packages (the files wheels, installed on top
 // of rt) and returns the kind of worker to ask the pool for: the set's key
 // once its snapshot is made, else "". At the set's learnAfter-th use it
 // starts making the snapshot.
-func (s *Supervisor) learnUse(rt *runtimefiles.Files, wheels []bridge.Payload) string {
+func (l *Learner) Use(rt *runtimefiles.Files, wheels []bridge.Payload) string {
 	if len(wheels) == 0 || rt.Key == "" {
 		return ""
 	}
-	l := s.learn
 	key := setKey(rt, wheels)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -268,17 +287,16 @@ func (s *Supervisor) learnUse(rt *runtimefiles.Files, wheels []bridge.Payload) s
 	}
 	n, _ := l.uses.Get(key)
 	l.uses.Add(key, n+1)
-	if n+1 >= learnAfter && !l.making {
+	if n+1 >= learnAfter && !l.making && l.Maker != nil {
 		l.making = true
-		s.wg.Go(func() { s.learnSet(rt, key, slices.Clone(wheels)) })
+		l.WG.Go(func() { l.learnSet(rt, key, slices.Clone(wheels)) })
 	}
 	return ""
 }
 
 // learnSet makes the snapshot of a set and keeps its runtime, evicting the
 // least recently used learned set past maxLearned.
-func (s *Supervisor) learnSet(rt *runtimefiles.Files, key string, wheels []bridge.Payload) {
-	l := s.learn
+func (l *Learner) learnSet(rt *runtimefiles.Files, key string, wheels []bridge.Payload) {
 	var holds []func()
 	release := func() {
 		for _, h := range holds {
@@ -295,9 +313,9 @@ func (s *Supervisor) learnSet(rt *runtimefiles.Files, key string, wheels []bridg
 		l.mu.Unlock()
 	}()
 	hold := func(path string) bool {
-		h, err := s.cache.Hold(path)
+		h, err := l.Cache.Hold(path)
 		if err != nil {
-			s.log.Debug("no learned snapshot", zap.String("set", key), zap.Error(err))
+			l.Log.Debug("no learned snapshot", zap.String("set", key), zap.Error(err))
 			return false
 		}
 		holds = append(holds, h)
@@ -322,7 +340,7 @@ func (s *Supervisor) learnSet(rt *runtimefiles.Files, key string, wheels []bridg
 		// Every module a file has, private ones too: a call may import them.
 		mods, err := packages.WheelModules(w.Path)
 		if err != nil && strings.HasSuffix(w.Name, ".whl") {
-			s.log.Debug("no learned snapshot", zap.String("set", key), zap.Error(err))
+			l.Log.Debug("no learned snapshot", zap.String("set", key), zap.Error(err))
 			return
 		}
 		own[w.Name] = slices.Sorted(maps.Keys(mods))
@@ -334,19 +352,19 @@ func (s *Supervisor) learnSet(rt *runtimefiles.Files, key string, wheels []bridg
 	if !hold(runtimefiles.Layout{Root: rt.Root}.Snapshot(key)) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.WithDefaults().StartTimeout)
+	ctx, cancel := context.WithTimeout(l.Ctx, l.StartTimeout)
 	defer cancel()
-	with, err := s.maker.With(ctx, rt, key, set, func(step string) { s.log.Debug(step) })
+	with, err := l.Maker.With(ctx, rt, key, set, func(step string) { l.Log.Debug(step) })
 	switch {
-	case err != nil && s.ctx.Err() != nil:
-		s.log.Debug("the snapshot of a package set was stopped: the server is closing", zap.String("set", key))
+	case err != nil && l.Ctx.Err() != nil:
+		l.Log.Debug("the snapshot of a package set was stopped: the server is closing", zap.String("set", key))
 		return
 	case err != nil:
-		s.log.Warn("cannot make the snapshot of a package set that calls repeat", zap.Error(err))
+		l.Log.Warn("cannot make the snapshot of a package set that calls repeat", zap.Error(err))
 		return
 	}
-	s.cache.PruneSoon()
-	s.log.Info("learned a package set: calls with it start with it loaded", zap.String("set", key), zap.Strings("modules", set.Modules))
+	l.Cache.PruneSoon()
+	l.Log.Info("learned a package set: calls with it start with it loaded", zap.String("set", key), zap.Strings("modules", set.Modules))
 	learned = true
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -1,8 +1,7 @@
-package supervisor
+package install
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,7 +15,7 @@ import (
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/cachedir/cachedirtest"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
-	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
 )
 
 func TestInferenceClaims(t *testing.T) {
@@ -33,7 +32,7 @@ func TestInferenceClaims(t *testing.T) {
 		{"the_same_file_twice", [][]string{{"a.whl"}, {"a.whl"}}, [][]string{{"a", "a_ext", "b"}, {"b"}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			inf := &inference{unclaimed: map[string][]string{"a.whl": {"a", "a_ext"}, "b.whl": {"b"}}}
+			inf := &Inference{unclaimed: map[string][]string{"a.whl": {"a", "a_ext"}, "b.whl": {"b"}}}
 			fits := true
 			for i, files := range tc.rounds {
 				if got := inf.hidden(); !slices.Equal(got, tc.wantHidden[i]) {
@@ -59,10 +58,9 @@ func TestInferenceClaims(t *testing.T) {
 }
 
 func TestLearnedGuess(t *testing.T) {
-	s := &Supervisor{learn: newLearner()}
+	l := NewLearner(Background{})
 	rt := &runtimefiles.Files{Key: "rt"}
 	now := time.Now()
-	l := s.learn
 	for key, use := range map[string]time.Time{"req": now.Add(-time.Minute), "req+sym": now.Add(-time.Minute), "req-new": now, "np": now} {
 		l.learned[key] = &learnedSet{lastUse: use}
 	}
@@ -79,27 +77,27 @@ func TestLearnedGuess(t *testing.T) {
 		{"import sympy", ""},
 		{"1 + 1", ""},
 	} {
-		if got := s.learnedGuess(rt, tc.code); got != tc.want {
+		if got := l.Guess(rt, tc.code); got != tc.want {
 			t.Errorf("learnedGuess(%q) = %q, want %q", tc.code, got, tc.want)
 		}
 	}
-	if got := s.learnedGuess(&runtimefiles.Files{}, "import requests"); got != "" {
+	if got := l.Guess(&runtimefiles.Files{}, "import requests"); got != "" {
 		t.Errorf("learnedGuess without a runtime key = %q, want none", got)
 	}
 }
 
 func TestLearnInferredRemembersTheFirstRound(t *testing.T) {
-	s := &Supervisor{learn: newLearner()}
-	s.learn.making = true // no snapshot is made here
+	l := NewLearner(Background{})
+	l.making = true // no snapshot is made here
 	rt := &runtimefiles.Files{Key: "rt"}
 	wheels := []bridge.Payload{{File: bridge.File{Name: "requests.whl"}}, {File: bridge.File{Name: "urllib3.whl"}}}
-	s.learnInferred(rt, &inference{first: []string{"requests.adapters", "requests"}, wheels: wheels})
-	s.learnInferred(rt, &inference{first: []string{"nothing"}}) // nothing installed: nothing to learn
+	l.Inferred(rt, &Inference{first: []string{"requests.adapters", "requests"}, wheels: wheels})
+	l.Inferred(rt, &Inference{first: []string{"nothing"}}) // nothing installed: nothing to learn
 	key := setKey(rt, wheels)
-	if n, _ := s.learn.uses.Get(key); n != 1 {
+	if n, _ := l.uses.Get(key); n != 1 {
 		t.Errorf("the set was counted %d times, want 1", n)
 	}
-	gs := s.learn.guesses.Values()
+	gs := l.guesses.Values()
 	if len(gs) != 1 || gs[0].key != key || !slices.Equal(gs[0].tops, []string{"requests"}) {
 		t.Errorf("guesses = %+v, want one for %s with tops [requests]", gs, key)
 	}
@@ -110,22 +108,22 @@ func TestLearnInferredRemembersTheFirstRound(t *testing.T) {
 func TestLearnSetClosing(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	root := t.TempDir()
-	s := New(Config{CacheDir: root}, zap.New(core))
-	b, err := bridge.Listen(zap.NewNop(), 1<<20, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	s.workers.Bridge = b
-	s.workers.Launch = func(*exec.Cmd) (worker.Process, error) {
-		s.cancel() // the server closes while the snapshot is being made
-		return nil, context.Canceled
-	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg tracker.Tracker
+	log := zap.New(core)
+	maker := &runtimefiles.Maker{CacheDir: root, Log: log,
+		Snapshot: func(context.Context, *runtimefiles.Files, string) ([]byte, error) {
+			cancel() // the server closes while the snapshot is being made
+			return nil, context.Canceled
+		}}
+	cache := runtimefiles.NewCache(ctx, &wg, log, root, 0, func() *runtimefiles.Files { return nil })
+	l := NewLearner(Background{Ctx: ctx, WG: &wg, Log: log, Cache: cache, Maker: maker, StartTimeout: time.Minute})
 	lib := filepath.Join(root, "packages", "wheels", "sha256", strings.Repeat("a", 64), "libfoo.so")
 	cachedirtest.Write(t, lib, "")
 	rt := &runtimefiles.Files{Key: "rt", Root: root, NoDenoDir: runtimefiles.Layout{Root: root}.NoDenoDir()}
-	s.learn.making = true
-	s.learnSet(rt, "0123456789abcdef", []bridge.Payload{{File: bridge.File{Name: "libfoo.so"}, Path: lib}})
+	l.making = true
+	l.learnSet(rt, "0123456789abcdef", []bridge.Payload{{File: bridge.File{Name: "libfoo.so"}, Path: lib}})
 	for _, e := range logs.All() {
 		t.Errorf("logged %s %q %v", e.Level, e.Message, e.ContextMap())
 	}

@@ -1,4 +1,4 @@
-package supervisor
+package install
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 // submodule does not exist, and no package is missing.
 var missingModule = regexp.MustCompile(`(?:^|\n)ModuleNotFoundError: No module named '([A-Za-z_][A-Za-z0-9_]*)'\n*$`)
 
-// missingPackageNote is the line added to the error of a run that failed
+// MissingPackageNote is the line added to the error of a run that failed
 // on an import no package was installed for, saying how to ask for one, or
 // "" when there is nothing to say. The server installs packages for the
 // imports it finds in the code (or, with a PEP 723 block, what the block
@@ -28,7 +28,7 @@ var missingModule = regexp.MustCompile(`(?:^|\n)ModuleNotFoundError: No module n
 // the module), and when no package name can be given for the module.
 // errText is the run's error; it comes from user code and may be forged,
 // which costs nothing but a wrong hint: the name is a Python identifier.
-func (in *Installer) missingPackageNote(errText, code string, script []string, fromScript bool) string {
+func (in *Installer) MissingPackageNote(errText, code string, script []string, fromScript bool) string {
 	m := missingModule.FindStringSubmatch(errText)
 	if m == nil {
 		return ""
@@ -67,8 +67,8 @@ func importsModule(code, module string) bool {
 	return re.MatchString(code)
 }
 
-// withNote adds note as the error's last line.
-func withNote(errText, note string) string {
+// WithNote adds note as the error's last line.
+func WithNote(errText, note string) string {
 	if note == "" {
 		return errText
 	}
