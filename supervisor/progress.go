@@ -13,7 +13,7 @@ import (
 type ProgressPhase string
 
 // The phases of a call, in the order a call meets them; the package phases
-// may come again, once per round of installs (see installer.fromImports).
+// may come again, once per round of installs (see install.Installer.FromImports).
 const (
 	// PhasePreparing: the call waits for the runtime (the server's first
 	// calls) or for its interpreter to be restored from the snapshot.

@@ -185,7 +185,7 @@ func (in *Installer) progress(out func(Line)) func(string) {
 	}
 }
 
-// obtain resolves reqs and inferred (see [installer.plan]) and fetches the
+// obtain resolves reqs and inferred (see [Installer.plan]) and fetches the
 // files not installed yet into the cache.
 //
 // When Pyodide's package host cannot be reached, it tries once more with

@@ -83,12 +83,21 @@ func (rt *Files) listNeeded() {
 // Layout names the places inside the cache directory.
 type Layout struct{ Root string }
 
-func (l Layout) Program() string         { return filepath.Join(l.Root, "js", js.Version()) }
+// Program is where this build's worker program is written out.
+func (l Layout) Program() string { return filepath.Join(l.Root, "js", js.Version()) }
+
+// Install is where Pyodide v is installed.
 func (l Layout) Install(v string) string { return filepath.Join(l.Root, "pyodide", v) }
-func (l Layout) DenoDir() string         { return filepath.Join(l.Root, "deno") }
+
+// DenoDir is the DENO_DIR of the trusted deno processes.
+func (l Layout) DenoDir() string { return filepath.Join(l.Root, "deno") }
+
+// Snapshot is the memory snapshot named key.
 func (l Layout) Snapshot(key string) string {
 	return filepath.Join(l.Root, "snapshots", key+".bin")
 }
+
+// CodeCache is the code cache template of the snapshot named key.
 func (l Layout) CodeCache(key string) string { return filepath.Join(l.Root, "codecache", key) }
 
 // NoDenoDir is below a regular file, the cache's lock file (lockDir),

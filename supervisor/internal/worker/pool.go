@@ -5,7 +5,7 @@ import "github.com/mcp-run-python/mcp-run-python/supervisor/internal/pool"
 // The methods of pool.Worker that *Worker does not have for itself.
 
 // LearnedSet is the worker's kind: the learned set of packages it started
-// from (see the supervisor's learn.go), "" for a plain one.
+// from (see install.Learner), "" for a plain one.
 func (w *Worker) LearnedSet() string { return w.Kind }
 
 // Ended is closed once the worker's process has ended.

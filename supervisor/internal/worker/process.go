@@ -55,27 +55,27 @@ func PlatformLauncher(memoryLimit int64) Launcher {
 
 // Worker is one deno process and its bridge connection.
 type Worker struct {
-	Proc     Process
-	stdin    io.Closer // the worker's lifeline: it exits when stdin ends
-	Conn     *bridge.Conn
-	python   string // Python version the worker reported, such as "3.14.2"
-	restored bool   // Pyodide came from the memory snapshot
+	Proc     Process      // its process
+	stdin    io.Closer    // the worker's lifeline: it exits when stdin ends
+	Conn     *bridge.Conn // its bridge connection
+	python   string       // Python version the worker reported, such as "3.14.2"
+	restored bool         // Pyodide came from the memory snapshot
 	// Kind names the learned set of packages the worker's snapshot holds
-	// loaded, with their files installed (see the supervisor's learn.go); "" for none.
+	// loaded, with their files installed (see install.Learner); "" for none.
 	Kind      string
 	Installed map[string]bool // the files of the packages it was started with
 	// standby is set for a worker started lazily: its interpreter is made
 	// when a call, or the pool ahead of one, asks (see standby.go).
 	standby *standby
 	// netGen is the generation of this host's addresses its --deny-net
-	// was made with (see addrWatch); 0 for a worker without such a list.
+	// was made with (see AddrWatch); 0 for a worker without such a list.
 	netGen uint64
 	// rt is the runtime it was started from, and lazy whether each of its
 	// runners starts on standby: a recycled worker's next runner starts as
 	// its first did.
 	rt   *runtimefiles.Files
 	lazy bool
-	// args is the command line it was started with, in rt.dir(): a call
+	// args is the command line it was started with, in rt.Dir(): a call
 	// that changed either leaves a process that is not recycled.
 	args []string
 	// others is what a worker that is recycled must come back to between

@@ -61,6 +61,7 @@ type CPUBudget struct {
 	used  time.Duration
 }
 
+// NewCPUBudget returns a full budget of share of a core.
 func NewCPUBudget(share float64) *CPUBudget {
 	return &CPUBudget{share: share, left: burst(share)}
 }
