@@ -27,7 +27,7 @@ def compile_wheel(
     warnings (a SyntaxWarning for an invalid escape sequence) in the output.
 
     Only a compile worker calls it, where no user code has run: see
-    supervisor/bytecode.go. compile() runs none of the package's code, but
+    supervisor/internal/install/bytecode.go. compile() runs none of the package's code, but
     its source is hostile: a module that does not compile (a syntax error,
     nesting past the parser's or the compiler's limits, more than
     _MAX_MODULE_SOURCE bytes) is skipped and imports from source, and more

@@ -1,8 +1,8 @@
-// The snapshot file (supervisor/snapshotfile.go says its format): its head
+// The snapshot file (supervisor/internal/runtimefiles/snapshotfile.go says its format): its head
 // checked, and its pages restored into a fresh instance's memory.
 
 /**
- * A snapshot file, its head read and checked (supervisor/snapshotfile.go
+ * A snapshot file, its head read and checked (supervisor/internal/runtimefiles/snapshotfile.go
  * says its format): Pyodide's header, and the runs of non-zero pages of the
  * wasm memory, whose bytes follow in the file.
  */

@@ -1,7 +1,7 @@
 import { deepStrictEqual, match, throws } from "node:assert/strict";
 import { openSnapshot, restorePages } from "./snapshotfile.ts";
 
-/** The parts of a snapshot file's head (supervisor/snapshotfile.go), each one a test may spoil. */
+/** The parts of a snapshot file's head (supervisor/internal/runtimefiles/snapshotfile.go), each one a test may spoil. */
 interface Head {
   magic?: string;
   version?: number;

@@ -19,7 +19,7 @@
 
 import type { Init } from "./runner.ts";
 
-/** Read from stdin; see supervisor/process.go. */
+/** Read from stdin; see supervisor/internal/worker/process.go. */
 interface Config {
   /** One-time secret for the bridge's hello frame. */
   secret: string;
@@ -150,7 +150,7 @@ ws.onmessage = (e: MessageEvent<string | ArrayBuffer>) => {
       // The runner's call is over: it ends, and a new one starts for the
       // next call. terminate() stops no busy loop and no Worker the runner
       // made: the supervisor counts this process's threads and kills it if
-      // any such thread is left (supervisor/recycle.go). The nonce, which
+      // any such thread is left (supervisor/internal/worker/recycle.go). The nonce, which
       // no runner sees, marks where the old runner's frames end.
       runner.worker.terminate();
       runner = start();

@@ -50,25 +50,11 @@ type askRelay struct {
 	rounds  answering
 }
 
-// askKey is the context key of a call's Ask.
-type askKey struct{}
-
-// withAsk returns ctx carrying the call's ask, for the run (see
-// Supervisor.call), as it carries the call's progress.
-func withAsk(ctx context.Context, ask Ask) context.Context {
-	return context.WithValue(ctx, askKey{}, ask)
-}
-
-// askFrom returns the Ask in ctx, or the zero Ask, which allows nothing.
-func askFrom(ctx context.Context) Ask {
-	ask, _ := ctx.Value(askKey{}).(Ask)
-	return ask
-}
-
-// newAskRelay returns the relay of a run whose context is ctx.
-func (s *Supervisor) newAskRelay(ctx context.Context, ask Ask, clock *runClock, reply func(context.Context, int64, []bridge.Answer, string) error) *askRelay {
+// newAskRelay returns the relay of a run whose context is ctx; progress
+// (nil: none) hears whom it waits for.
+func (s *Supervisor) newAskRelay(ctx context.Context, ask Ask, progress *callProgress, clock *runClock, reply func(context.Context, int64, []bridge.Answer, string) error) *askRelay {
 	ctx, stop := context.WithCancelCause(ctx)
-	return &askRelay{ask: ask, limits: s.cfg.AskLimits, clock: clock, progress: progressFrom(ctx), log: s.log,
+	return &askRelay{ask: ask, limits: s.cfg.AskLimits, clock: clock, progress: progress, log: s.log,
 		reply: reply, ctx: ctx, stop: stop, rounds: answering{slots: make(chan struct{}, maxRoundsInFlight)}}
 }
 

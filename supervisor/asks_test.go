@@ -127,7 +127,7 @@ func TestAskRelayChecks(t *testing.T) {
 				})
 				s := &Supervisor{cfg: Config{AskLimits: limits}, log: zap.NewNop()}
 				var got replies
-				r := s.newAskRelay(context.Background(), tt.ask, (&deadline{}).start(nil, nil, nil), got.reply)
+				r := s.newAskRelay(context.Background(), tt.ask, nil, (&deadline{}).start(nil, nil, nil), got.reply)
 				for i, q := range tt.rounds {
 					r.handle(bridge.AskFrame{ID: int64(i + 1), Questions: q})
 					synctest.Wait() // one round after the other, as the code asks them
@@ -175,9 +175,9 @@ func TestAskRelayWaits(t *testing.T) {
 				progress, log := newTestProgress()
 				start := time.Now()
 				var fired atomic.Int64 // since the start
-				clock := s.newDeadline(start).start(progress, func() { fired.Store(int64(time.Since(start))) }, nil)
+				clock := s.cfg.newDeadline(start).start(progress, func() { fired.Store(int64(time.Since(start))) }, nil)
 				var got replies
-				r := s.newAskRelay(withProgress(context.Background(), progress), Ask{Person: true, Asker: asker}, clock, got.reply)
+				r := s.newAskRelay(context.Background(), Ask{Person: true, Asker: asker}, progress, clock, got.reply)
 				if tt.end > 0 {
 					time.AfterFunc(tt.end, r.close)
 				}
@@ -513,7 +513,7 @@ func TestAskWithoutAsker(t *testing.T) {
 // refused in Python, before it is sent, rather than ending the connection.
 func TestAskReadLimit(t *testing.T) {
 	s := start(t, Config{Workers: 1, OutputLimit: 64 << 10, CodeLimit: 64 << 10, AskLimits: AskLimits{Batch: 4, PromptBytes: 1 << 20}})
-	if limit := s.servingReadLimit(); limit > 2<<20 {
+	if limit := s.workers.ServingReadLimit(); limit > 2<<20 {
 		t.Fatalf("the serving read limit is %d: a round of 4 MiB would not pass it anyway", limit)
 	}
 	ask := Ask{Model: true, Asker: &scriptedAsker{}}

@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/dustin/go-humanize"
-	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 )
 
 // Why a call was stopped from outside.
@@ -28,34 +27,35 @@ var (
 // interrupted: KeyboardInterrupt lets it end cleanly with its output and
 // traceback. Code that ignores that for the grace period, or that is over
 // its memory, is killed with its worker.
-func (s *Supervisor) call(ctx context.Context, w *worker, run bridge.RunRequest, limit *deadline, onLine func(Line)) (Result, bridge.Files, error) {
+func (s *Supervisor) call(ctx context.Context, w *worker.Worker, run bridge.RunRequest, opts runOpts) (Result, bridge.Files, error) {
 	stopCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	clock := limit.start(progressFrom(ctx), func() { stop(errTimeout) }, func() (time.Duration, error) { return w.proc.CPUTime(stopCtx) })
+	clock := opts.limit.start(opts.progress, func() { stop(errTimeout) }, func() (time.Duration, error) { return w.Proc.CPUTime(stopCtx) })
 	defer clock.stop()
 	defer context.AfterFunc(s.ctx, func() { stop(errShutdown) })()
 	if s.cfg.MemoryLimit > 0 {
-		s.wg.Go(func() { s.watchMemory(stopCtx, w, func() { stop(errMemory) }) })
+		s.wg.Go(func() { w.WatchMemory(stopCtx, s.cfg.MemoryLimit, s.log, func() { stop(errMemory) }) })
 	}
 
-	out := output{limit: s.cfg.OutputLimit, onLine: onLine}
-	if tools := s.newToolRelay(stopCtx, w.conn); tools != nil {
+	out := output{limit: s.cfg.OutputLimit, onLine: opts.onLine}
+	if tools := s.cfg.newToolRelay(stopCtx, w.Conn); tools != nil {
 		defer tools.close()
 		run.Tools, run.OnToolCall = tools.spec(), tools.handle
 	}
-	asks := s.newAskRelay(stopCtx, askFrom(ctx), clock, w.conn.Answer)
+	asks := s.newAskRelay(stopCtx, opts.ask, opts.progress, clock, w.Conn.Answer)
 	defer asks.close()
-	run.Ask, run.OnAsk = asks.spec(s.servingReadLimit()), asks.handle
+	readLimit := s.workers.ServingReadLimit()
+	run.Ask, run.OnAsk = asks.spec(readLimit), asks.handle
 	if run.Ask != nil {
 		// A round of questions may be larger than any other frame of a run.
-		w.conn.SetReadLimit(run.Ask.FrameBytes + askFrameHead)
-		defer w.conn.SetReadLimit(s.servingReadLimit())
+		w.Conn.SetReadLimit(run.Ask.FrameBytes + askFrameHead)
+		defer w.Conn.SetReadLimit(readLimit)
 	}
 	done := make(chan outcome, 1)
 	s.wg.Go(func() {
 		// Not bounded by the call's context: after an interrupt the result
 		// is still wanted. A kill closes the connection, which ends the read.
-		msg, files, err := w.conn.Run(context.Background(), run, out.add)
+		msg, files, err := w.Conn.Run(context.Background(), run, out.add)
 		done <- outcome{msg, files, err}
 	})
 
@@ -78,14 +78,14 @@ func (s *Supervisor) call(ctx context.Context, w *worker, run bridge.RunRequest,
 
 	cause := context.Cause(stopCtx)
 	if cause != nil || o.err != nil {
-		w.spent = true // stopped, or failed: its process serves no other call
+		w.Spent = true // stopped, or failed: its process serves no other call
 	}
 	if cause == nil && o.err == nil {
 		switch o.msg.Status {
 		case bridge.ResultSuccess, bridge.ResultRunError:
 			res.Status = Status(o.msg.Status)
 			res.ReturnValue, res.ReturnString = capReturnValue(o.msg.ReturnValue, o.msg.ReturnString, o.msg.ReturnCut, s.cfg.OutputLimit)
-			res.Error = capText(o.msg.Error, o.msg.ErrorCut, s.errorLimit(), "error")
+			res.Error = capText(o.msg.Error, o.msg.ErrorCut, s.cfg.errorLimit(), "error")
 			return res, o.files, nil
 		}
 		o.err = fmt.Errorf("worker sent the unknown status %q", o.msg.Status)
@@ -114,6 +114,14 @@ func (s *Supervisor) call(ctx context.Context, w *worker, run bridge.RunRequest,
 	return res, o.files, nil
 }
 
+// runOpts is what call needs of a call besides its worker and run frame.
+type runOpts struct {
+	limit    *deadline     // the call's time limit
+	progress *callProgress // nil: nobody hears the call's progress
+	ask      Ask           // what its code may ask
+	onLine   func(Line)    // nil: nobody hears its lines as they come
+}
+
 // outcome is how a run on a worker ended: its result frame, or why none came.
 type outcome struct {
 	msg   bridge.ResultFrame
@@ -131,13 +139,13 @@ const interruptEvery = time.Second
 // rarely and with no cause found, while a later one would have been taken.
 // A repeat reaches only code that is still running past its limit, as a
 // second Ctrl-C would.
-func interrupt(w *worker, done <-chan outcome, grace time.Duration) (outcome, bool) {
+func interrupt(w *worker.Worker, done <-chan outcome, grace time.Duration) (outcome, bool) {
 	deadline := time.NewTimer(grace)
 	defer deadline.Stop()
 	again := time.NewTicker(interruptEvery)
 	defer again.Stop()
 	for {
-		_ = w.conn.Interrupt(context.Background())
+		_ = w.Conn.Interrupt(context.Background())
 		select {
 		case o := <-done:
 			return o, true
@@ -161,15 +169,15 @@ func stoppedError(msg bridge.ResultFrame, reason string) string {
 
 // crashReason says how a worker ended under the code: os._exit, a crash of
 // the runtime, or a kill from outside.
-func crashReason(w *worker, err error) string {
+func crashReason(w *worker.Worker, err error) string {
 	var fatal *bridge.FatalError
 	if errors.As(err, &fatal) {
 		return fatal.Reason
 	}
 	// Give the process a moment to be reaped, so the reason can say how it ended.
 	select {
-	case <-w.exited:
-		if w.exitErr == nil && err != nil {
+	case <-w.Ended():
+		if w.ExitErr() == nil && err != nil {
 			// worker.ts exits with 0 when its connection closes, such as
 			// after the bridge refused a frame too big: the error says why.
 			return err.Error()
@@ -229,11 +237,11 @@ const minErrorLimit = 64 << 10
 
 // errorLimit is the size past which a run's error text is cut: the output
 // limit, but never less than minErrorLimit; 0 for none.
-func (s *Supervisor) errorLimit() int {
-	if s.cfg.OutputLimit <= 0 {
+func (c Config) errorLimit() int {
+	if c.OutputLimit <= 0 {
 		return 0
 	}
-	return max(s.cfg.OutputLimit, minErrorLimit)
+	return max(c.OutputLimit, minErrorLimit)
 }
 
 // capReturnValue returns a return value whole, or cut to limit bytes (0:
@@ -241,7 +249,7 @@ func (s *Supervisor) errorLimit() int {
 // runner cuts a value before it sends it and says how big it was (cutSize);
 // code that tampers with the runner (it shares the interpreter) can still
 // send a bigger one, up to the bridge's read limit of a serving worker
-// (servingReadLimit), which is cut here the same way.
+// (worker.Starter.ServingReadLimit), which is cut here the same way.
 func capReturnValue(raw json.RawMessage, isString bool, cutSize, limit int) (json.RawMessage, bool) {
 	// A str's JSON form is never shorter than the str itself.
 	if cutSize == 0 && (limit <= 0 || len(raw) <= limit) {
@@ -275,56 +283,6 @@ func capText(text string, cutSize, limit int, what string) string {
 		}
 		cutSize = len(text)
 	}
-	return cutText(text, limit) + "\n" + fmt.Sprintf("[%s truncated: the value is %s, more than the %s limit]",
+	return worker.CutText(text, limit) + "\n" + fmt.Sprintf("[%s truncated: the value is %s, more than the %s limit]",
 		what, humanize.IBytes(uint64(cutSize)), humanize.IBytes(uint64(limit)))
-}
-
-// cutText returns the longest prefix of text of at most limit bytes that does
-// not end inside a UTF-8 sequence.
-func cutText(text string, limit int) string {
-	if len(text) <= limit {
-		return text
-	}
-	end := limit
-	// Back over at most the continuation bytes of one character: invalid
-	// text made of continuation bytes is cut anywhere.
-	for i := 1; i < utf8.UTFMax && end > 0 && !utf8.RuneStart(text[end]); i++ {
-		end--
-	}
-	if !utf8.RuneStart(text[end]) {
-		end = limit
-	}
-	return text[:end]
-}
-
-// watchMemory calls over once w's resident size passes the memory limit.
-// A reading that fails while the worker lives leaves the call unwatched and
-// says so: the limit is not silently skipped.
-func (s *Supervisor) watchMemory(ctx context.Context, w *worker, over func()) {
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-w.exited:
-			return
-		case <-tick.C:
-		}
-		resident, err := w.proc.Memory(ctx)
-		if err != nil {
-			// Reaped a moment before exited is closed, or unreadable.
-			select {
-			case <-w.exited:
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-				s.log.Warn("cannot read a worker's memory: the memory limit is not enforced for this call", zap.Int("pid", w.proc.Pid()), zap.Error(err))
-			}
-			return
-		}
-		if resident > s.cfg.MemoryLimit {
-			over()
-			return
-		}
-	}
 }

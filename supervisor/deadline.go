@@ -2,38 +2,11 @@ package supervisor
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
+
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 )
-
-// installPhase is a part of a call's install step, before its code runs:
-// a call whose time ran out there says which.
-type installPhase int
-
-// The phases of an install.
-const (
-	phaseNone    installPhase = iota // the install did not fail
-	phaseFetch                       // resolving the requirements and downloading their files
-	phaseImports                     // asking the worker what the code imports
-	phaseInstall                     // sending the files to the worker
-)
-
-// String says what the call was doing, as in "its time ran out while
-// installing packages".
-func (p installPhase) String() string {
-	switch p {
-	case phaseNone:
-		return ""
-	case phaseFetch:
-		return "resolving and downloading packages"
-	case phaseImports:
-		return "finding the code's imports"
-	case phaseInstall:
-		return "installing packages"
-	}
-	return fmt.Sprintf("installPhase(%d)", int(p))
-}
 
 // deadline is a call's one time limit (--timeout): it runs from the call's
 // start through fetching, installing and running, and stops only while the
@@ -45,11 +18,11 @@ type deadline struct {
 }
 
 // newDeadline starts the limit of a call that started at start.
-func (s *Supervisor) newDeadline(start time.Time) *deadline {
-	if s.cfg.Timeout <= 0 {
+func (c Config) newDeadline(start time.Time) *deadline {
+	if c.Timeout <= 0 {
 		return &deadline{}
 	}
-	return &deadline{at: start.Add(s.cfg.Timeout)}
+	return &deadline{at: start.Add(c.Timeout)}
 }
 
 // extend moves the limit by d, the time the call spent waiting.
@@ -106,8 +79,8 @@ type runClock struct {
 }
 
 // cpuWatchEvery is how often a waiting run's CPU time is read, as often as
-// a session's between calls (sessionCPUEvery).
-const cpuWatchEvery = sessionCPUEvery
+// a session's between calls.
+const cpuWatchEvery = worker.SessionCPUEvery
 
 // start arms the limit of a run, reported to progress (nil: none); fire
 // stops the run, and cpu reads its worker's CPU time (nil: none).

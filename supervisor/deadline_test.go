@@ -56,25 +56,6 @@ func TestOneTimeLimitForTheWholeCall(t *testing.T) {
 	}
 }
 
-// A timeout's text names the phase by its String: the words users see.
-func TestInstallPhaseString(t *testing.T) {
-	tests := []struct {
-		phase installPhase
-		want  string
-	}{
-		{phaseNone, ""},
-		{phaseFetch, "resolving and downloading packages"},
-		{phaseImports, "finding the code's imports"},
-		{phaseInstall, "installing packages"},
-		{installPhase(9), "installPhase(9)"},
-	}
-	for _, tt := range tests {
-		if got := tt.phase.String(); got != tt.want {
-			t.Errorf("installPhase(%d).String() = %q, want %q", int(tt.phase), got, tt.want)
-		}
-	}
-}
-
 // TestDeadline: on the bubble's clock, a call's limit runs from its start,
 // moves by the time the call waited for a worker, and its context ends at
 // the limit to the nanosecond; without --timeout nothing ends.
@@ -93,9 +74,8 @@ func TestDeadline(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s := &Supervisor{cfg: Config{Timeout: tt.timeout}}
 				start := time.Now()
-				d := s.newDeadline(start)
+				d := Config{Timeout: tt.timeout}.newDeadline(start)
 				d.extend(tt.wait)
 				ctx, cancel := d.context(context.Background())
 				defer cancel()
@@ -152,12 +132,12 @@ func TestRunClock(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s := &Supervisor{cfg: Config{Timeout: timeout}}
+				cfg := Config{Timeout: timeout}
 				progress, log := newTestProgress()
 				start := time.Now()
 				var fired atomic.Int64 // since the start
 				cpu := func() (time.Duration, error) { return time.Duration(tt.cores * float64(time.Since(start))), nil }
-				clock := s.newDeadline(start).start(progress, func() { fired.Store(int64(time.Since(start))) }, cpu)
+				clock := cfg.newDeadline(start).start(progress, func() { fired.Store(int64(time.Since(start))) }, cpu)
 				var waits sync.WaitGroup
 				defer waits.Wait()
 				defer clock.stop()
@@ -192,9 +172,9 @@ func TestRunClock(t *testing.T) {
 // A stopped clock fires no more, even when a wait ends after the run.
 func TestRunClockStopped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := &Supervisor{cfg: Config{Timeout: time.Second}}
+		cfg := Config{Timeout: time.Second}
 		var fired atomic.Bool
-		clock := s.newDeadline(time.Now()).start(nil, func() { fired.Store(true) }, nil)
+		clock := cfg.newDeadline(time.Now()).start(nil, func() { fired.Store(true) }, nil)
 		resume := clock.pause()
 		clock.stop()
 		resume()

@@ -10,34 +10,43 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/mount"
 )
 
+// callFiles moves a call's files: the mounted folders into its
+// interpreter, and what its run sends back out of it.
+type callFiles struct {
+	cfg    Config
+	mounts []*mount.Folder // cfg.Mounts, each pinned to its folder at New
+	log    *zap.Logger
+}
+
 // putMounts copies the mounted host folders into w's file system. The
 // trusted side reads them, so the worker needs no permission on the host.
-func (s *Supervisor) putMounts(ctx context.Context, w *worker) error {
-	if len(s.mounts) == 0 {
+func (cf *callFiles) putMounts(ctx context.Context, w *worker.Worker) error {
+	if len(cf.mounts) == 0 {
 		return nil
 	}
 	var dirs, readOnly []string
 	var files []bridge.Payload
-	for _, m := range s.mounts {
+	for _, m := range cf.mounts {
 		dirs = append(dirs, m.Sandbox)
 		if !m.Writable {
 			readOnly = append(readOnly, m.Sandbox)
 		}
-		got, skipped, err := m.Read(ctx, s.cfg.MountLimits)
+		got, skipped, err := m.Read(ctx, cf.cfg.MountLimits)
 		if err != nil {
 			return err
 		}
 		for _, sk := range skipped {
-			s.log.Warn("a file of a mounted folder is left out", zap.Stringer("mount", m.Mount), zap.String("path", sk.Path), zap.String("why", sk.Reason))
+			cf.log.Warn("a file of a mounted folder is left out", zap.Stringer("mount", m.Mount), zap.String("path", sk.Path), zap.String("why", sk.Reason))
 		}
 		for _, f := range got {
 			files = append(files, bridge.Payload{File: bridge.File{Name: path.Join(m.Sandbox, f.Path)}, Data: f.Data})
 		}
 	}
-	if err := w.conn.Put(ctx, dirs, readOnly, files); err != nil {
+	if err := w.Conn.Put(ctx, dirs, readOnly, files); err != nil {
 		return fmt.Errorf("put the mounted folders into the interpreter: %w", err)
 	}
 	return nil
@@ -45,12 +54,12 @@ func (s *Supervisor) putMounts(ctx context.Context, w *worker) error {
 
 // watched are the directories whose changes a run sends back: the working
 // directory when files come back, and every writable mount.
-func (s *Supervisor) watched() []string {
+func (c Config) watched() []string {
 	var dirs []string
-	if s.cfg.Files {
+	if c.Files {
 		dirs = append(dirs, WorkDir)
 	}
-	for _, m := range s.cfg.Mounts {
+	for _, m := range c.Mounts {
 		if m.Writable {
 			dirs = append(dirs, m.Sandbox)
 		}
@@ -63,7 +72,7 @@ func (s *Supervisor) watched() []string {
 // back to their host folders. A write-back that fails, or a file too big
 // to come back, is told in a line after the output, as a truncated output
 // is.
-func (s *Supervisor) takeFiles(ctx context.Context, res *Result, files bridge.Files, onLine func(Line)) {
+func (cf *callFiles) takeFiles(ctx context.Context, res *Result, files bridge.Files, onLine func(Line)) {
 	for _, f := range files.Figures {
 		res.Figures = append(res.Figures, Figure{MIMEType: f.MIMEType, Data: f.Data})
 	}
@@ -73,18 +82,18 @@ func (s *Supervisor) takeFiles(ctx context.Context, res *Result, files bridge.Fi
 			onLine(Line{Stream: Stderr, Text: text})
 		}
 	}
-	back := make([][]mount.Change, len(s.cfg.Mounts))
+	back := make([][]mount.Change, len(cf.cfg.Mounts))
 	var lost []string
 	for _, ch := range files.Changes {
 		// The paths come from the sandbox: each is placed by where it
 		// claims to be, and the mount package checks it again.
 		p := path.Clean(ch.Path)
-		if s.cfg.Files {
+		if cf.cfg.Files {
 			if rel, ok := under(p, WorkDir); ok {
 				res.Files = append(res.Files, File{Path: rel, Size: ch.Size, Data: ch.Data, Deleted: ch.Deleted, Omitted: ch.Omitted})
 			}
 		}
-		for i, m := range s.cfg.Mounts {
+		for i, m := range cf.cfg.Mounts {
 			rel, ok := under(p, m.Sandbox)
 			if !ok || !m.Writable {
 				continue
@@ -110,14 +119,14 @@ func (s *Supervisor) takeFiles(ctx context.Context, res *Result, files bridge.Fi
 			what = "files"
 		}
 		note(fmt.Sprintf("[%s not returned: %s, past the %s limit of files a call returns]",
-			what, some(omitted), humanize.IBytes(uint64(s.cfg.FilesLimit))))
+			what, some(omitted), humanize.IBytes(uint64(cf.cfg.FilesLimit))))
 	}
 	if len(lost) > 0 {
 		note(fmt.Sprintf("[not written back, past the %s limit of files a call returns: %s]",
-			humanize.IBytes(uint64(s.cfg.FilesLimit)), some(lost)))
+			humanize.IBytes(uint64(cf.cfg.FilesLimit)), some(lost)))
 	}
 	if files.RefusedChanges > 0 || files.RefusedFigures > 0 {
-		s.log.Warn("a files frame listed more entries than a call may send back", zap.Int("refused_files", files.RefusedChanges),
+		cf.log.Warn("a files frame listed more entries than a call may send back", zap.Int("refused_files", files.RefusedChanges),
 			zap.Int("refused_figures", files.RefusedFigures), zap.Int("limit", bridge.MaxEntries))
 		var refused []string
 		if files.RefusedChanges > 0 {
@@ -133,9 +142,9 @@ func (s *Supervisor) takeFiles(ctx context.Context, res *Result, files bridge.Fi
 		if len(changes) == 0 {
 			continue
 		}
-		m := s.mounts[i]
-		if err := m.Apply(ctx, changes, s.cfg.MountLimits); err != nil {
-			s.log.Warn("cannot write a call's files back to a mounted folder", zap.Stringer("mount", m.Mount), zap.Error(err))
+		m := cf.mounts[i]
+		if err := m.Apply(ctx, changes, cf.cfg.MountLimits); err != nil {
+			cf.log.Warn("cannot write a call's files back to a mounted folder", zap.Stringer("mount", m.Mount), zap.Error(err))
 			note(fmt.Sprintf("[the changes under %s were not written back: %v]", m.Sandbox, err))
 		}
 	}

@@ -228,14 +228,14 @@ func TestBigTreeDeletesNothing(t *testing.T) {
 // The notes about a files frame are one line each, however many entries a
 // forged frame lists; what past bridge.MaxEntries was refused is said too.
 func TestTakeFilesNotesStayShort(t *testing.T) {
-	s := &Supervisor{cfg: Config{Files: true, FilesLimit: 1024}, log: zap.NewNop()}
+	cf := &callFiles{cfg: Config{Files: true, FilesLimit: 1024}, log: zap.NewNop()}
 	files := bridge.Files{RefusedChanges: 390_000, RefusedFigures: 3}
 	for i := range 1000 {
 		files.Changes = append(files.Changes, bridge.ChangedFile{Change: bridge.Change{Path: fmt.Sprintf("%s/f%d", WorkDir, i), Size: 1 << 20, Omitted: true}})
 	}
 	var res Result
 	var lines []Line
-	s.takeFiles(context.Background(), &res, files, func(l Line) { lines = append(lines, l) })
+	cf.takeFiles(context.Background(), &res, files, func(l Line) { lines = append(lines, l) })
 	want := []string{
 		"[files not returned: f0 is 1.0 MiB, f1 is 1.0 MiB, f2 is 1.0 MiB, f3 is 1.0 MiB, f4 is 1.0 MiB and 995 more, past the 1.0 KiB limit of files a call returns]",
 		"[refused, past the 10000 files and 10000 figures a call may send back: 390000 files (neither returned nor written back) and 3 figures]",

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/proc"
 )
 
@@ -55,7 +56,7 @@ func serveUntilKilled() {
 		CacheDir: os.Getenv("HELPER_CACHE"),
 		Workers:  2,
 	}, zap.NewNop())
-	s.launch = func(cmd *exec.Cmd) (process, error) {
+	s.workers.Launch = func(cmd *exec.Cmd) (worker.Process, error) {
 		p, err := proc.Start(cmd, proc.Options{PortableOnly: true})
 		if err == nil {
 			mu.Lock()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 	pt "github.com/mcp-run-python/mcp-run-python/supervisor/packages/packagestest"
 )
 
@@ -39,12 +40,12 @@ func wheel(t *testing.T, name, version, source string) bridge.Payload {
 	return bridge.Payload{File: bridge.File{Name: name + "-" + version + "-py3-none-any.whl"}, Data: buf.Bytes()}
 }
 
-// takeWorker returns a supervisor and a warm worker taken from it, retired
+// warmWorker returns a supervisor and a warm worker taken from it, retired
 // when the test ends.
-func takeWorker(t *testing.T) (*Supervisor, *worker) {
+func warmWorker(t *testing.T) (*Supervisor, *worker.Worker) {
 	t.Helper()
 	s := start(t, Config{Workers: 1})
-	w, err := s.takeWorker(context.Background(), "", "")
+	w, err := takeWorker(context.Background(), s.pool, s.workers, s.cfg.Workers, nil, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,11 +54,11 @@ func takeWorker(t *testing.T) (*Supervisor, *worker) {
 }
 
 func TestWorkerImportsAndInstalls(t *testing.T) {
-	s, w := takeWorker(t)
+	s, w := warmWorker(t)
 	ctx := context.Background()
 
 	code := "import json, tinypkg\nfrom tinypkg import VALUE\nimport other.sub\nVALUE"
-	missing, err := w.conn.Imports(ctx, code, nil)
+	missing, err := w.Conn.Imports(ctx, code, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,40 +66,40 @@ func TestWorkerImportsAndInstalls(t *testing.T) {
 	if want := []string{"other", "other.sub", "tinypkg"}; !slices.Equal(missing, want) {
 		t.Errorf("Imports = %q, want %q", missing, want)
 	}
-	if err := w.conn.Install(ctx, []bridge.Payload{wheel(t, "tinypkg", "1.0", "VALUE = 'from a wheel'\n")}); err != nil {
+	if err := w.Conn.Install(ctx, []bridge.Payload{wheel(t, "tinypkg", "1.0", "VALUE = 'from a wheel'\n")}); err != nil {
 		t.Fatal(err)
 	}
-	res, _, err := s.call(ctx, w, bridge.RunRequest{Code: "import tinypkg\ntinypkg.VALUE"}, &deadline{}, nil)
+	res, _, err := s.call(ctx, w, bridge.RunRequest{Code: "import tinypkg\ntinypkg.VALUE"}, runOpts{limit: &deadline{}})
 	if err != nil || res.Status != StatusSuccess || string(res.ReturnValue) != `"from a wheel"` {
 		t.Errorf("after the install: %+v, %v", res, err)
 	}
 }
 
 func TestImportsOfCodeThatCannotBeParsed(t *testing.T) {
-	s, w := takeWorker(t)
+	s, w := warmWorker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// Nesting deep enough to exhaust the parser, then a syntax error: the
 	// worker answers with no imports and leaves the run to report them.
 	for _, code := range []string{"import a\n" + strings.Repeat("-", 200000) + "1", "import a\nx = ("} {
-		if missing, err := w.conn.Imports(ctx, code, nil); err != nil || len(missing) != 0 {
+		if missing, err := w.Conn.Imports(ctx, code, nil); err != nil || len(missing) != 0 {
 			t.Errorf("Imports(%.20q...) = %q, %v; want none", code, missing, err)
 		}
 	}
-	if res, _, err := s.call(ctx, w, bridge.RunRequest{Code: "1"}, &deadline{}, nil); err != nil || res.Status != StatusSuccess {
+	if res, _, err := s.call(ctx, w, bridge.RunRequest{Code: "1"}, runOpts{limit: &deadline{}}); err != nil || res.Status != StatusSuccess {
 		t.Errorf("run afterwards: %+v, %v", res, err)
 	}
 }
 
 func TestInstallOfABrokenWheelFails(t *testing.T) {
-	s, w := takeWorker(t)
+	s, w := warmWorker(t)
 	ctx := context.Background()
-	err := w.conn.Install(ctx, []bridge.Payload{{File: bridge.File{Name: "broken-1.0-py3-none-any.whl"}, Data: []byte("not a zip")}})
+	err := w.Conn.Install(ctx, []bridge.Payload{{File: bridge.File{Name: "broken-1.0-py3-none-any.whl"}, Data: []byte("not a zip")}})
 	if err == nil {
 		t.Fatal("a broken wheel installed")
 	}
 	// The worker still runs code after a failed install.
-	if res, _, err := s.call(ctx, w, bridge.RunRequest{Code: "1"}, &deadline{}, nil); err != nil || res.Status != StatusSuccess {
+	if res, _, err := s.call(ctx, w, bridge.RunRequest{Code: "1"}, runOpts{limit: &deadline{}}); err != nil || res.Status != StatusSuccess {
 		t.Errorf("run after a failed install: %+v, %v", res, err)
 	}
 }

@@ -2,8 +2,10 @@ package supervisor
 
 import (
 	"context"
-	"maps"
 	"time"
+
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 )
 
 // interpreter is where a call's code runs: a fresh worker of the pool's
@@ -14,14 +16,15 @@ import (
 type interpreter interface {
 	// installedFiles returns the package files the interpreter has, on top
 	// of rt: a call fetches none of them, and adds those it fetches.
-	installedFiles(rt *runtimeFiles) map[string]bool
+	installedFiles(rt *runtimefiles.Files) map[string]bool
 	// acquire returns the worker for a call of principal: one of learned
 	// set kind, if the interpreter has one ("" for a plain worker). The
-	// time it waits for one does not count against limit.
-	acquire(ctx context.Context, limit *deadline, principal, kind string) (*worker, error)
+	// time it waits for one does not count against limit; progress hears
+	// the wait.
+	acquire(ctx context.Context, limit *deadline, progress *callProgress, principal, kind string) (*worker.Worker, error)
 	// release is done with w: the call is over, or its learned set did not
 	// fit the call.
-	release(w *worker)
+	release(w *worker.Worker)
 	// learns reports whether calls get a learned set's worker and count
 	// toward learning sets: a fresh interpreter's do, a session's, whose
 	// packages are its own business, do not.
@@ -34,7 +37,7 @@ type interpreter interface {
 
 // pooled is the interpreter of a call in a fresh worker: taken warm from
 // the pool and retired after the call, so that no state survives it (its
-// process may serve the next call, in a new interpreter: see recycle.go).
+// process may serve the next call, in a new interpreter: see worker/recycle.go).
 type pooled struct{ s *Supervisor }
 
 var (
@@ -43,18 +46,18 @@ var (
 )
 
 // installedFiles are those of --deps that the snapshot holds.
-func (pooled) installedFiles(rt *runtimeFiles) map[string]bool { return rt.preinstalled() }
+func (pooled) installedFiles(rt *runtimefiles.Files) map[string]bool { return rt.Preinstalled() }
 
 // acquire takes a warm worker that answers (see takeWorker).
-func (p pooled) acquire(ctx context.Context, limit *deadline, principal, kind string) (*worker, error) {
+func (p pooled) acquire(ctx context.Context, limit *deadline, progress *callProgress, principal, kind string) (*worker.Worker, error) {
 	waited := time.Now()
-	w, err := p.s.takeWorker(ctx, principal, kind)
+	w, err := takeWorker(ctx, p.s.pool, p.s.workers, p.s.cfg.Workers, progress, principal, kind)
 	limit.extend(time.Since(waited))
 	return w, err
 }
 
 // release retires w: the pool recycles it or starts a replacement.
-func (p pooled) release(w *worker) { p.s.pool.Retire(w) }
+func (p pooled) release(w *worker.Worker) { p.s.pool.Retire(w) }
 
 func (pooled) learns() bool    { return true }
 func (pooled) mountsDue() bool { return true }
@@ -63,26 +66,17 @@ func (pooled) mountsPut()      {}
 // installedFiles are those installed by the session's calls so far, on top
 // of the runtime's when the session began. Guarded by the session's turn,
 // as all of its interpreter methods.
-func (ss *Session) installedFiles(*runtimeFiles) map[string]bool { return ss.installed }
+func (ss *Session) installedFiles(*runtimefiles.Files) map[string]bool { return ss.installed }
 
 // acquire returns the session's worker; it never has a learned set.
-func (ss *Session) acquire(context.Context, *deadline, string, string) (*worker, error) {
+func (ss *Session) acquire(context.Context, *deadline, *callProgress, string, string) (*worker.Worker, error) {
 	return ss.w, nil
 }
 
 // release keeps the worker: it holds the session's state. Session.Run
 // ends the session if the call lost it.
-func (ss *Session) release(*worker) {}
+func (ss *Session) release(*worker.Worker) {}
 
 func (ss *Session) learns() bool    { return false }
 func (ss *Session) mountsDue() bool { return !ss.mounted }
 func (ss *Session) mountsPut()      { ss.mounted = true }
-
-// preinstalled returns the files every interpreter started from rt has
-// installed: those of --deps when its snapshot holds them.
-func (rt *runtimeFiles) preinstalled() map[string]bool {
-	if rt != nil && rt.deps != nil {
-		return maps.Clone(rt.deps.files)
-	}
-	return map[string]bool{}
-}

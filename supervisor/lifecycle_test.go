@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-run-python/mcp-run-python/supervisor/cachedir"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 )
@@ -106,5 +107,39 @@ func TestCloseRacesFirstCalls(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWarmupHoldsTheRuntime: a real supervisor holds the entries of the
+// runtime it prepared, from the moment it is ready.
+func TestWarmupHoldsTheRuntime(t *testing.T) {
+	s := start(t, Config{Workers: 1})
+	rt := s.runtime.Files()
+	d, err := cachedir.Open(s.cfg.CacheDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, p := range []string{rt.Entry, rt.Pyodide, rt.Snapshot} {
+		e, err := d.Entry(p)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		want[e.Name] = true
+	}
+	l, err := d.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range l.Entries {
+		if want[e.Name] {
+			if !e.InUse {
+				t.Errorf("%s is not held", e.Name)
+			}
+			delete(want, e.Name)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("not listed: %v", want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
 	ps "github.com/shirou/gopsutil/v4/process"
 	"go.uber.org/zap/zaptest"
 )
@@ -34,9 +35,9 @@ func TestWorkersEndWithTheirServer(t *testing.T) {
 			t.Setenv("TMP", tmp)
 			t.Setenv("TEMP", tmp)
 			// Where run directories go: tmp, or /tmp on macOS, where tmp
-			// is too long a path for the bridge's socket (runDirBase).
-			base := runDirBase()
-			before, _ := filepath.Glob(filepath.Join(base, runDirPrefix+"*"))
+			// is too long a path for the bridge's socket (runtimefiles.RunDirBase).
+			base := runtimefiles.RunDirBase()
+			before, _ := filepath.Glob(filepath.Join(base, runtimefiles.RunDirPrefix+"*"))
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -72,16 +73,16 @@ func TestWorkersEndWithTheirServer(t *testing.T) {
 
 			// What the killed server left in its run directory (the workers'
 			// DENO_DIRs, the bridge's socket) goes when the next server starts.
-			leftovers, _ := filepath.Glob(filepath.Join(base, runDirPrefix+"*"))
+			leftovers, _ := filepath.Glob(filepath.Join(base, runtimefiles.RunDirPrefix+"*"))
 			leftovers = slices.DeleteFunc(leftovers, func(dir string) bool { return slices.Contains(before, dir) })
 			if len(leftovers) != 1 {
 				t.Fatalf("run directories of the killed server: %q, want one", leftovers)
 			}
-			next, err := openRunDir(zaptest.NewLogger(t))
+			next, err := runtimefiles.OpenRunDir(zaptest.NewLogger(t))
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer next.close()
+			defer next.Close()
 			if _, err := os.Stat(leftovers[0]); !os.IsNotExist(err) {
 				t.Errorf("the killed server's run directory is still there after the next server started: %v", err)
 			}

@@ -13,6 +13,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/install"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 )
 
@@ -55,7 +57,7 @@ type pipeline struct {
 	installed  map[string]bool  // the package files the interpreter has, and those fetched
 	wheels     []bridge.Payload // fetched, not installed yet
 	reqs       []string         // the requirements installed: the result's dependencies
-	w          *worker          // from acquire
+	w          *worker.Worker   // from acquire
 	files      bridge.Files     // from run
 
 	res Result
@@ -65,8 +67,7 @@ type pipeline struct {
 // serve runs req through the steps of a call, in in.
 func (s *Supervisor) serve(ctx context.Context, req Request, in interpreter) (Result, error) {
 	p := &pipeline{s: s, in: in, req: req, out: &installLines{onLine: req.OnLine}, start: time.Now()}
-	p.progress = s.newCallProgress(req, p.start)
-	ctx = withProgress(ctx, p.progress)
+	p.progress = s.cfg.newCallProgress(req, p.start)
 	defer p.count()
 	defer p.release()
 	for _, st := range p.steps() {
@@ -110,7 +111,7 @@ func (p *pipeline) count() {
 func (p *pipeline) release() {
 	if p.w != nil {
 		if p.err != nil {
-			p.w.spent = true // cancelled, or failed: its process serves no other call
+			p.w.Spent = true // cancelled, or failed: its process serves no other call
 		}
 		p.in.release(p.w)
 		p.w = nil
@@ -133,17 +134,17 @@ func (p *pipeline) resolve(ctx context.Context) bool {
 	if p.script, p.fromScript, err = packages.FromCode(code); err != nil {
 		return p.end(installError(nil, err, p.req.OnLine), nil)
 	}
-	if p.rt, err = s.runtime.ensure(ctx, p.progress.preparing()); err != nil {
+	if p.rt, err = s.runtime.Ensure(ctx, p.progress.preparing()); err != nil {
 		return p.end(Result{}, err)
 	}
 	// One time limit for the whole call: fetching, installing and running
 	// together. Only the wait for a free worker does not count.
-	p.limit = s.newDeadline(p.start)
-	p.installed = p.in.installedFiles(p.rt.files)
+	p.limit = s.cfg.newDeadline(p.start)
+	p.installed = p.in.installedFiles(p.rt.Files)
 	fetchCtx, cancel := p.limit.context(ctx)
 	defer cancel()
-	if p.wheels, err = p.rt.pkgs.files(fetchCtx, p.script, p.installed, p.out.add); err != nil {
-		return p.end(p.installFailed(ctx, phaseFetch, p.script, err))
+	if p.wheels, err = p.rt.Pkgs.Files(fetchCtx, p.script, p.installed, p.out.add, p.progress); err != nil {
+		return p.end(p.installFailed(ctx, install.PhaseFetch, p.script, err))
 	}
 	return true
 }
@@ -154,20 +155,20 @@ func (p *pipeline) acquire(ctx context.Context) bool {
 	kind := ""
 	if p.in.learns() {
 		if p.fromScript {
-			kind = p.s.learnUse(p.rt.files, p.wheels)
+			kind = p.s.learn.Use(p.rt.Files, p.wheels)
 		} else {
-			kind = p.s.learnedGuess(p.rt.files, p.req.Code)
+			kind = p.s.learn.Guess(p.rt.Files, p.req.Code)
 		}
 	}
 	waited := p.progress.wait()
-	w, err := p.in.acquire(ctx, p.limit, p.req.Principal, kind)
+	w, err := p.in.acquire(ctx, p.limit, p.progress, p.req.Principal, kind)
 	waited()
 	if err != nil {
 		return p.end(Result{}, err)
 	}
 	p.w = w
 	// A worker of a learned set has its packages installed already.
-	p.wheels = slices.DeleteFunc(p.wheels, func(wh bridge.Payload) bool { return w.installed[wh.Name] })
+	p.wheels = slices.DeleteFunc(p.wheels, func(wh bridge.Payload) bool { return w.Installed[wh.Name] })
 	return true
 }
 
@@ -181,19 +182,19 @@ func (p *pipeline) install(ctx context.Context) bool {
 	p.reqs = p.script
 	if !p.fromScript {
 		before := maps.Clone(p.installed)
-		reqs, phase, err := p.fromImports(ctx)
-		if errors.Is(err, errUnfit) {
+		reqs, fits, phase, err := p.fromImports(ctx)
+		if !fits {
 			if !p.swap(ctx) {
 				return false
 			}
 			p.installed = before
-			reqs, phase, err = p.fromImports(ctx)
+			reqs, _, phase, err = p.fromImports(ctx)
 		}
 		p.reqs = reqs
 		if err == nil {
 			return true
 		}
-		if phase == phaseImports && !p.limit.passed() {
+		if phase == install.PhaseImports && !p.limit.passed() {
 			return p.end(Result{}, err)
 		}
 		return p.end(p.installFailed(ctx, phase, reqs, err))
@@ -203,9 +204,9 @@ func (p *pipeline) install(ctx context.Context) bool {
 	}
 	installCtx, cancel := p.limit.context(ctx)
 	defer cancel()
-	p.progress.installing(p.wheels)
-	if err := p.w.conn.Install(installCtx, p.wheels); err != nil {
-		return p.end(p.installFailed(ctx, phaseInstall, p.reqs, err))
+	p.progress.Installing(p.wheels)
+	if err := p.w.Conn.Install(installCtx, p.wheels); err != nil {
+		return p.end(p.installFailed(ctx, install.PhaseInstall, p.reqs, err))
 	}
 	return true
 }
@@ -213,10 +214,10 @@ func (p *pipeline) install(ctx context.Context) bool {
 // swap replaces a worker whose learned set the call's imports do not fit
 // with a plain one: the guess was wrong.
 func (p *pipeline) swap(ctx context.Context) bool {
-	p.s.log.Debug("a learned set's worker does not fit the call", zap.String("set", p.w.kind))
+	p.s.log.Debug("a learned set's worker does not fit the call", zap.String("set", p.w.Kind))
 	p.release()
 	waited := p.progress.wait()
-	w, err := p.in.acquire(ctx, p.limit, p.req.Principal, "")
+	w, err := p.in.acquire(ctx, p.limit, p.progress, p.req.Principal, "")
 	waited()
 	if err != nil {
 		return p.end(Result{}, err)
@@ -226,49 +227,49 @@ func (p *pipeline) swap(ctx context.Context) bool {
 }
 
 // fromImports installs onto the worker the --deps files it lacks, then
-// what the code's imports need (see [installer.fromImports]), and returns
-// the requirements. --deps go first: what they bring is then importable,
-// not inferred.
+// what the code's imports need (see [install.Installer.FromImports]), and
+// returns the requirements, and whether the worker's learned set fits the
+// call. --deps go first: what they bring is then importable, not inferred.
 //
 // On a worker of a learned set the lines go out only once the set proved
-// to fit: a worker that does not fit (errUnfit) leaves nothing in the
-// call's output. In an interpreter that learns, the set the rounds made
-// counts toward learning it.
-func (p *pipeline) fromImports(ctx context.Context) ([]string, installPhase, error) {
+// to fit: a worker that does not fit leaves nothing in the call's output.
+// In an interpreter that learns, the set the rounds made counts toward
+// learning it.
+func (p *pipeline) fromImports(ctx context.Context) ([]string, bool, install.Phase, error) {
 	ctx, cancel := p.limit.context(ctx)
 	defer cancel()
 	w := p.w
 	if len(p.wheels) > 0 {
-		p.progress.installing(p.wheels)
-		if err := w.conn.Install(ctx, p.wheels); err != nil {
-			return nil, phaseInstall, err
+		p.progress.Installing(p.wheels)
+		if err := w.Conn.Install(ctx, p.wheels); err != nil {
+			return nil, true, install.PhaseInstall, err
 		}
 	}
-	inf := &inference{}
-	var held []Line
+	inf := &install.Inference{}
+	var held []install.Line
 	var heldMu sync.Mutex
 	onLine := p.out.add
-	if w.kind != "" {
-		if inf = p.s.learn.inference(w.kind); inf == nil {
-			return nil, phaseImports, errUnfit
+	if w.Kind != "" {
+		if inf = p.s.learn.Inference(w.Kind); inf == nil {
+			return nil, false, install.PhaseImports, nil
 		}
-		onLine = func(l Line) {
+		onLine = func(l install.Line) {
 			heldMu.Lock()
 			defer heldMu.Unlock()
 			held = append(held, l)
 		}
 	}
-	reqs, phase, err := p.rt.pkgs.fromImports(ctx, w, p.req.Code, p.installed, onLine, inf)
-	if errors.Is(err, errUnfit) {
-		return reqs, phase, err
+	reqs, fits, phase, err := p.rt.Pkgs.FromImports(ctx, w.Conn, p.req.Code, p.installed, onLine, p.progress, inf)
+	if !fits {
+		return reqs, false, phase, err
 	}
 	for _, l := range held {
 		p.out.add(l)
 	}
 	if err == nil && p.in.learns() {
-		p.s.learnInferred(p.rt.files, inf)
+		p.s.learn.Inferred(p.rt.Files, inf)
 	}
-	return reqs, phase, err
+	return reqs, true, phase, err
 }
 
 // mount puts the mounted folders into the interpreter, unless it has them.
@@ -278,7 +279,7 @@ func (p *pipeline) mount(ctx context.Context) bool {
 	}
 	mountCtx, cancel := p.limit.context(ctx)
 	defer cancel()
-	if err := p.s.putMounts(mountCtx, p.w); err != nil {
+	if err := p.s.files.putMounts(mountCtx, p.w); err != nil {
 		return p.end(Result{}, err)
 	}
 	p.in.mountsPut()
@@ -288,9 +289,9 @@ func (p *pipeline) mount(ctx context.Context) bool {
 // run runs the code (see Supervisor.call).
 func (p *pipeline) run(ctx context.Context) bool {
 	s := p.s
-	run := bridge.RunRequest{Code: p.req.Code, Globals: p.req.Globals, Watch: s.watched(), FilesLimit: s.cfg.FilesLimit}
+	run := bridge.RunRequest{Code: p.req.Code, Globals: p.req.Globals, Watch: s.cfg.watched(), FilesLimit: s.cfg.FilesLimit}
 	stop := p.progress.running(&s.wg)
-	p.res, p.files, p.err = s.call(withAsk(ctx, p.req.Ask), p.w, run, p.limit, p.req.OnLine)
+	p.res, p.files, p.err = s.call(ctx, p.w, run, runOpts{limit: p.limit, progress: p.progress, ask: p.req.Ask, onLine: p.req.OnLine})
 	stop()
 	return true
 }
@@ -300,14 +301,14 @@ func (p *pipeline) run(ctx context.Context) bool {
 func (p *pipeline) collect(ctx context.Context) bool {
 	res := &p.res
 	if res.Status == StatusRunError {
-		res.Error = withNote(res.Error, p.rt.pkgs.missingPackageNote(res.Error, p.req.Code, p.script, p.fromScript))
+		res.Error = install.WithNote(res.Error, p.rt.Pkgs.MissingPackageNote(res.Error, p.req.Code, p.script, p.fromScript))
 	}
 	res.Dependencies = packages.WithoutPython(p.reqs)
 	if len(p.out.warnings) > 0 {
 		res.Output = append(p.out.warnings, res.Output...)
 	}
 	if p.err == nil {
-		p.s.takeFiles(ctx, res, p.files, p.req.OnLine)
+		p.s.files.takeFiles(ctx, res, p.files, p.req.OnLine)
 	}
 	return true
 }
@@ -315,7 +316,7 @@ func (p *pipeline) collect(ctx context.Context) bool {
 // installFailed turns an install failure into the call's result, unless the
 // call itself was cancelled. A failure because the call's time ran out in
 // phase says so.
-func (p *pipeline) installFailed(ctx context.Context, phase installPhase, reqs []string, err error) (Result, error) {
+func (p *pipeline) installFailed(ctx context.Context, phase install.Phase, reqs []string, err error) (Result, error) {
 	if ctx.Err() != nil {
 		return Result{}, fmt.Errorf("call cancelled: %w", context.Cause(ctx))
 	}
@@ -336,14 +337,29 @@ type installLines struct {
 	warnings []string // read once the installs are over
 }
 
-// add takes one line.
-func (o *installLines) add(l Line) {
+// add takes one line: a warning goes out as a Stderr line, the rest as
+// Progress lines.
+func (o *installLines) add(l install.Line) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if l.Stream == Stderr {
+	line := Line{Stream: Progress, Text: l.Text}
+	if l.Warning {
+		line.Stream = Stderr
 		o.warnings = append(o.warnings, l.Text)
 	}
 	if o.onLine != nil {
-		o.onLine(l)
+		o.onLine(line)
 	}
+}
+
+// installError is the result of a call whose packages could not be installed.
+func installError(reqs []string, err error, out func(Line)) Result {
+	msg := err.Error()
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg = "installing packages did not finish within the time limit"
+	}
+	if out != nil {
+		out(Line{Stream: Failure, Text: msg})
+	}
+	return Result{Status: StatusInstallError, Dependencies: packages.WithoutPython(reqs), Error: msg}
 }

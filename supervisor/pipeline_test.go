@@ -19,7 +19,10 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/install"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/mount"
 	pt "github.com/mcp-run-python/mcp-run-python/supervisor/packages/packagestest"
 )
@@ -54,7 +57,7 @@ func (p *fakeProc) CPUTime(context.Context) (time.Duration, error) { return 0, n
 // can import what it was given and what it is sent, and records the frames
 // it gets.
 type memWorker struct {
-	w *worker
+	w *worker.Worker
 
 	mu       sync.Mutex
 	frames   []string        // the types of the frames it got, in order
@@ -92,8 +95,8 @@ func newMemWorker(t *testing.T, srv *bridge.Server, kind string, installed map[s
 	}
 	stderr, stderrW := io.Pipe()
 	p := &fakeProc{killed: make(chan struct{}), stderr: stderrW}
-	w := newWorker(new(tracker.Tracker), p, io.NopCloser(nil), stderr, zap.NewNop(), func() {})
-	w.conn, w.kind, w.installed = conn, kind, installed
+	w := worker.New(new(tracker.Tracker), p, io.NopCloser(nil), stderr, zap.NewNop(), func() {})
+	w.Conn, w.Kind, w.Installed = conn, kind, installed
 	m := &memWorker{w: w, modules: map[string]bool{"json": true}}
 	for name := range installed {
 		m.modules[moduleOf(name)] = true
@@ -197,11 +200,11 @@ type memPool struct {
 	mu       sync.Mutex
 	asked    []string // the kinds acquired, in order
 	workers  []*memWorker
-	released []*worker
+	released []*worker.Worker
 }
 
-func (p *memPool) installedFiles(rt *runtimeFiles) map[string]bool { return rt.preinstalled() }
-func (p *memPool) acquire(_ context.Context, _ *deadline, _, kind string) (*worker, error) {
+func (p *memPool) installedFiles(rt *runtimefiles.Files) map[string]bool { return rt.Preinstalled() }
+func (p *memPool) acquire(_ context.Context, _ *deadline, _ *callProgress, _, kind string) (*worker.Worker, error) {
 	m := newMemWorker(p.t, p.srv, kind, p.sets[kind])
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -209,7 +212,7 @@ func (p *memPool) acquire(_ context.Context, _ *deadline, _, kind string) (*work
 	p.workers = append(p.workers, m)
 	return m.w, nil
 }
-func (p *memPool) release(w *worker) {
+func (p *memPool) release(w *worker.Worker) {
 	p.mu.Lock()
 	p.released = append(p.released, w)
 	p.mu.Unlock()
@@ -238,19 +241,34 @@ func memSupervisor(t *testing.T, cfg Config, repo *pt.Repo) (*Supervisor, *bridg
 			t.Error(err)
 		}
 	})
-	pkgs, err := newInstaller(s.cfg, dir, s.log)
+	pkgs, err := install.New(s.cfg.install(), dir, nil, s.log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pkgs.made = s.runnerModules()
-	s.runtime.cur.Store(&readyRuntime{files: &runtimeFiles{key: "0123456789abcdef", root: dir}, pkgs: pkgs})
-	s.learn.making = true // no learned snapshot is made here: it needs deno
+	setRuntime(t, s, &readyRuntime{Files: &runtimefiles.Files{Key: "0123456789abcdef", Root: dir}, Pkgs: pkgs})
+	s.learn = install.NewLearner(install.Background{Ctx: s.ctx, WG: &s.wg, Log: s.log}) // no Maker: a learned snapshot needs deno
 	srv, err := bridge.Listen(zap.NewNop(), 1<<20, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
 	return s, srv
+}
+
+// setRuntime gives s the runtime rt, built by no deno.
+func setRuntime(t *testing.T, s *Supervisor, rt *readyRuntime) {
+	t.Helper()
+	s.runtime = runtimefiles.NewKeeper(s.ctx, &s.wg, s.log, runtimefiles.Builds[*install.Installer]{
+		Build:   func(context.Context, func(string)) (*readyRuntime, error) { return rt, nil },
+		Started: func(*readyRuntime) {},
+	})
+	if !s.wg.Enter() {
+		t.Fatal("the supervisor is closed")
+	}
+	defer s.wg.Leave()
+	if _, err := s.runtime.Ensure(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // testRepo is an index with one package, tinypkg.
@@ -349,9 +367,7 @@ func TestPipelinePooled(t *testing.T) {
 func TestPipelineSwapsAWrongGuess(t *testing.T) {
 	s, srv := memSupervisor(t, Config{}, testRepo())
 	const set, otherWheel = "fedcba9876543210", "otherpkg-1.0-py3-none-any.whl"
-	s.learn.learned[set] = &learnedSet{rt: s.runtime.files(), lastUse: time.Now(), release: func() {},
-		modules: map[string][]string{otherWheel: {"otherpkg"}}}
-	s.learn.guesses.Add(set, guess{key: set, tops: []string{"tinypkg"}})
+	s.learn.Teach(set, s.runtime.Files(), map[string][]string{otherWheel: {"otherpkg"}}, []string{"tinypkg"})
 	in := &memPool{t: t, srv: srv, sets: map[string]map[string]bool{set: {otherWheel: true}}}
 
 	var out lines

@@ -12,15 +12,16 @@ import (
 	"time"
 
 	"github.com/mcp-run-python/mcp-run-python/bridge"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 	"go.uber.org/zap/zaptest"
 )
 
 // hangingLauncher launches workers that never connect while hang is set:
 // the command becomes a stand-in (see TestHelperProcess) that waits on its
 // stdin, with the same pipes.
-func hangingLauncher(hang *atomic.Bool) launcher {
-	platform := platformLauncher(0)
-	return func(cmd *exec.Cmd) (process, error) {
+func hangingLauncher(hang *atomic.Bool) worker.Launcher {
+	platform := worker.PlatformLauncher(0)
+	return func(cmd *exec.Cmd) (worker.Process, error) {
 		if hang.Load() {
 			stand := helperCommand("worker")
 			cmd.Path, cmd.Args, cmd.Env = stand.Path, stand.Args, stand.Env
@@ -41,7 +42,7 @@ func TestWorkersThatNeverConnect(t *testing.T) {
 	// about 0.5 s on two idle cores.
 	cfg := Config{Deno: testDeno(t), CacheDir: testCache(t), Workers: 1, StartTimeout: 2 * time.Second, QueueTimeout: 6 * time.Second}
 	s := New(cfg, zaptest.NewLogger(t))
-	s.launch = hangingLauncher(&hang)
+	s.workers.Launch = hangingLauncher(&hang)
 	t.Cleanup(func() {
 		if err := s.Close(context.Background()); err != nil {
 			t.Error(err)
@@ -249,9 +250,9 @@ func TestIdleWorkersKilledFromOutsideAreReplaced(t *testing.T) {
 // runs from when the call starts, and a loaded machine may deliver the run
 // late. The interrupt must then stop the run, not the idle interpreter.
 func TestAnInterruptAheadOfTheRunStopsTheRun(t *testing.T) {
-	s, w := takeWorker(t)
+	s, w := warmWorker(t)
 	ctx := context.Background()
-	if err := w.conn.Interrupt(ctx); err != nil {
+	if err := w.Conn.Interrupt(ctx); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second) // the idle worker evaluates a few times meanwhile
@@ -260,7 +261,7 @@ func TestAnInterruptAheadOfTheRunStopsTheRun(t *testing.T) {
 	var err error
 	go func() {
 		defer close(done)
-		res, _, err = s.call(ctx, w, bridge.RunRequest{Code: "while True: pass"}, &deadline{}, nil)
+		res, _, err = s.call(ctx, w, bridge.RunRequest{Code: "while True: pass"}, runOpts{limit: &deadline{}})
 	}()
 	select {
 	case <-done:

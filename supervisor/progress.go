@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"context"
 	"strings"
 	"sync"
 	"time"
@@ -14,7 +13,7 @@ import (
 type ProgressPhase string
 
 // The phases of a call, in the order a call meets them; the package phases
-// may come again, once per round of installs (see installer.fromImports).
+// may come again, once per round of installs (see install.Installer.FromImports).
 const (
 	// PhasePreparing: the call waits for the runtime (the server's first
 	// calls) or for its interpreter to be restored from the snapshot.
@@ -75,9 +74,9 @@ const progressTick = time.Second
 // methods do nothing on a nil *callProgress: a call without OnProgress has
 // none, and the code that reports need not ask.
 //
-// The steps that report (the pool's queue, the package cache's downloads)
-// find it in their context, as net/http/httptrace finds a ClientTrace: it
-// belongs to the call, not to them.
+// It reaches the steps that report (the pool's queue, the installs) one
+// way: handed to them, as the pipeline's progress (an install.Progress to
+// the installs).
 type callProgress struct {
 	on    func(ProgressEvent)
 	limit time.Duration
@@ -100,28 +99,11 @@ type callProgress struct {
 
 // newCallProgress returns the progress of a call of req that started at
 // start, or nil if req wants none.
-func (s *Supervisor) newCallProgress(req Request, start time.Time) *callProgress {
+func (c Config) newCallProgress(req Request, start time.Time) *callProgress {
 	if req.OnProgress == nil {
 		return nil
 	}
-	return &callProgress{on: req.OnProgress, limit: max(s.cfg.Timeout, 0), private: s.cfg.CacheDir, start: start}
-}
-
-// progressKey is the context key of a call's progress.
-type progressKey struct{}
-
-// withProgress returns ctx carrying c.
-func withProgress(ctx context.Context, c *callProgress) context.Context {
-	if c == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, progressKey{}, c)
-}
-
-// progressFrom returns the progress in ctx, or nil.
-func progressFrom(ctx context.Context) *callProgress {
-	c, _ := ctx.Value(progressKey{}).(*callProgress)
-	return c
+	return &callProgress{on: req.OnProgress, limit: max(c.Timeout, 0), private: c.CacheDir, start: start}
 }
 
 // report sends ev with the time spent so far.
@@ -185,8 +167,8 @@ func (c *callProgress) queued(place int) {
 	c.report(ProgressEvent{Phase: PhaseQueued, Place: place})
 }
 
-// resolving reports the requirements being resolved.
-func (c *callProgress) resolving(reqs []string) {
+// Resolving reports the requirements being resolved.
+func (c *callProgress) Resolving(reqs []string) {
 	c.report(ProgressEvent{Phase: PhaseResolving, Packages: reqs})
 }
 
@@ -196,16 +178,16 @@ func (c *callProgress) downloading(file string, bytes, size int64) {
 	c.report(ProgressEvent{Phase: PhaseDownloading, File: file, Bytes: bytes, Size: size})
 }
 
-// transfer returns the package cache's transfer callback, or nil.
-func (c *callProgress) transfer() func(file string, bytes, size int64) {
+// Transfer returns the package cache's Transfer callback, or nil.
+func (c *callProgress) Transfer() func(file string, bytes, size int64) {
 	if c == nil {
 		return nil
 	}
 	return c.downloading
 }
 
-// installing reports the packages of wheels being installed.
-func (c *callProgress) installing(wheels []bridge.Payload) {
+// Installing reports the packages of wheels being installed.
+func (c *callProgress) Installing(wheels []bridge.Payload) {
 	if c == nil || len(wheels) == 0 {
 		return
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-run-python/mcp-run-python/supervisor/cachedir/cachedirtest"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
@@ -76,7 +78,7 @@ func TestARuntimeRemovedUnderTheServerIsRebuilt(t *testing.T) {
 	if !strings.Contains(said, "a file of the Python runtime is gone; rebuilding the runtime") {
 		t.Errorf("no warning said why the runtime was rebuilt; warnings:\n%s", said)
 	}
-	if _, err := os.Stat(s.runtime.files().entry); err != nil {
+	if _, err := os.Stat(s.runtime.Files().Entry); err != nil {
 		t.Errorf("the rebuilt runtime lacks its worker program: %v", err)
 	}
 }
@@ -90,8 +92,8 @@ func TestARuntimeRemovedAsAWorkerStartsIsRebuilt(t *testing.T) {
 	var armed atomic.Bool
 	s := New(Config{Deno: testDeno(t), CacheDir: cache, Workers: 1, Timeout: 30 * time.Second}, zaptest.NewLogger(t))
 	oneCallPerProcess(s) // the second call's worker is a new process
-	launch := s.launch
-	s.launch = func(cmd *exec.Cmd) (process, error) {
+	launch := s.workers.Launch
+	s.workers.Launch = func(cmd *exec.Cmd) (worker.Process, error) {
 		if armed.CompareAndSwap(true, false) {
 			// Between the start's check of the runtime's files and deno's
 			// start: the worker's directory is gone as deno is started in it.
@@ -168,10 +170,10 @@ func TestADamagedCodeCacheTemplateIsRemade(t *testing.T) {
 	}
 	first := start(t, Config{Workers: 1, CacheDir: cache})
 	oneCallPerProcess(first) // a new process finds the template damaged
-	template := first.runtime.files().codeCache
-	stored := filepath.Join(template, locationData, "web_cache", "0123", "body")
+	template := first.runtime.Files().CodeCache
+	stored := filepath.Join(template, "location_data", "web_cache", "0123", "body")
 	awaitHealth(t, first, "warmed up", func(h Health) bool { return h.Warm == 1 && h.Starting == 0 })
-	write(t, stored, "stored by a package as its snapshot was made")
+	cachedirtest.Write(t, stored, "stored by a package as its snapshot was made")
 	// The first call may get the worker started before; the second needs
 	// one started after.
 	for _, code := range []string{"'before'", "'remade'"} {
@@ -179,19 +181,19 @@ func TestADamagedCodeCacheTemplateIsRemade(t *testing.T) {
 			t.Fatalf("a call with the template damaged: %+v", res)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(template, locationData)); err == nil {
+	if _, err := os.Stat(filepath.Join(template, "location_data")); err == nil {
 		t.Error("the damaged template is still there")
 	}
 	if err := first.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 
-	write(t, stored, "stored by a package as its snapshot was made")
+	cachedirtest.Write(t, stored, "stored by a package as its snapshot was made")
 	s := start(t, Config{Workers: 1, CacheDir: cache})
 	if res, _ := run(t, s, "'restarted'"); res.Status != StatusSuccess {
 		t.Fatalf("a call after a restart with the template damaged: %+v", res)
 	}
-	if _, err := os.Stat(filepath.Join(template, locationData)); err == nil {
+	if _, err := os.Stat(filepath.Join(template, "location_data")); err == nil {
 		t.Error("the damaged template is still there after a restart")
 	}
 }

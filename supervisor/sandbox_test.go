@@ -3,20 +3,14 @@ package supervisor
 import (
 	"fmt"
 	"io/fs"
-	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
-	"go.uber.org/zap"
-
-	"github.com/mcp-run-python/mcp-run-python/bridge"
-	"github.com/mcp-run-python/mcp-run-python/permissions"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
 )
 
 // TestCallsLeaveDenoDirAlone checks that workers write nothing into the
@@ -35,13 +29,13 @@ func TestCallsLeaveDenoDirAlone(t *testing.T) {
 			t.Fatalf("copy the cache's %s: %v", dir, err)
 		}
 	}
-	denoDir := layout{private}.denoDir()
+	denoDir := runtimefiles.Layout{Root: private}.DenoDir()
 	if err := os.MkdirAll(denoDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	s := start(t, Config{Workers: 1, CacheDir: private})
 	// The code cache template that workers copy must not change either.
-	codeCache := s.runtime.files().codeCache
+	codeCache := s.runtime.Files().CodeCache
 	if codeCache == "" {
 		t.Fatal("no code cache template")
 	}
@@ -84,36 +78,6 @@ v`, url)
 	run(t, s, "import js\ntry:\n    await js.caches.open('left-for-the-next-call')\nexcept Exception as e:\n    print(e)")
 	if after := append(tree(t, denoDir), tree(t, codeCache)...); !slices.Equal(before, after) {
 		t.Errorf("DENO_DIR changed during calls:\nbefore: %q\n after: %q", before, after)
-	}
-}
-
-func TestPrivateDenoDir(t *testing.T) {
-	template := t.TempDir()
-	for name, data := range map[string]string{"v8_code_cache_v2": "code", "gen/file/x.js": "js"} {
-		path := filepath.Join(template, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run := &runDir{path: t.TempDir()}
-	dir, err := privateDenoDir(run, template)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if filepath.Dir(dir) != run.path {
-		t.Errorf("the copy is at %s, not in the run directory %s", dir, run.path)
-	}
-	for name, want := range map[string]string{"v8_code_cache_v2": "code", "gen/file/x.js": "js", "location_data": ""} {
-		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(got) != want {
-			t.Errorf("%s in the copy: %q, %v; want %q", name, got, err, want)
-		}
-	}
-	// The Cache API cannot make its directory under a file.
-	if err := os.MkdirAll(filepath.Join(dir, "location_data", "web_cache"), 0o755); err == nil {
-		t.Error("a directory could be made under location_data")
 	}
 }
 
@@ -163,46 +127,4 @@ func tree(t *testing.T, dir string) []string {
 		t.Fatal(err)
 	}
 	return files
-}
-
-func TestPolicy(t *testing.T) {
-	b, err := bridge.Listen(zap.NewNop(), 1<<20, filepath.Join(t.TempDir(), "b.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	rt := &runtimeFiles{entry: "/c/js/v/worker.ts", pyodide: "/c/pyodide", snapshot: "/c/snap.bin"}
-	host := &fakeAddrs{addrs: []net.Addr{ipnet(t, "127.0.0.1/8"), ipnet(t, "192.168.7.7/24")}}
-	own := []netip.Addr{netip.MustParseAddr("192.168.7.7")}
-	tests := []struct {
-		name         string
-		cfg          Config
-		makeSnapshot bool
-		want         permissions.Policy
-	}{
-		{"networking", Config{Networking: true}, false,
-			permissions.Policy{Read: []string{"/c/pyodide", "/c/snap.bin"}, Network: permissions.Network{All: true, Deny: deniedNets(false, true, own)}}},
-		{"networking with private networks", Config{Networking: true, PrivateNetworks: true}, false,
-			permissions.Policy{Read: []string{"/c/pyodide", "/c/snap.bin"}, Network: permissions.Network{All: true, Deny: deniedNets(false, false, own)}}},
-		{"no networking", Config{}, false,
-			permissions.Policy{Read: []string{"/c/pyodide", "/c/snap.bin"}}},
-		{"allowed hosts only", Config{Networking: true, AllowNet: []string{"127.0.0.1:9", "[::1]"}}, false,
-			permissions.Policy{Read: []string{"/c/pyodide", "/c/snap.bin"}, Network: permissions.Network{Hosts: []string{"127.0.0.1:9", "[::1]"}}}},
-		{"the snapshot maker gets no network", Config{Networking: true}, true,
-			permissions.Policy{Read: []string{"/c/pyodide"}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := &Supervisor{cfg: tt.cfg, bridge: b, addrs: newAddrWatch(host.read, zap.NewNop(), nil)}
-			want := tt.want
-			want.Program, want.Bridge = filepath.FromSlash("/c/js/v"), permissions.Bridge{Addr: b.Addr(), Socket: b.Socket()}
-			got, gen := s.policy(rt, tt.makeSnapshot)
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("policy:\n got %+v\nwant %+v", got, want)
-			}
-			if all := got.Network.All; all != (gen != 0) {
-				t.Errorf("policy's generation of the host's addresses: %d, with the default network %v", gen, all)
-			}
-		})
-	}
 }

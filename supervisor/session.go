@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 	"go.uber.org/zap"
 )
 
@@ -21,7 +23,7 @@ var ErrSessionLost = errors.New("the session's state was lost")
 //
 // Who may use a session, and for how long, is the front end's business:
 // the supervisor only runs it, within the limits of a worker at all times,
-// between calls too (see sessionwatch.go).
+// between calls too (see watch, and worker/sessionwatch.go).
 type Session struct {
 	s    *Supervisor
 	turn chan struct{} // held by the running call, and by the watcher's readings
@@ -29,7 +31,7 @@ type Session struct {
 	why  error         // why it ended, if it was lost; set before done is closed
 
 	// Guarded by turn.
-	w         *worker
+	w         *worker.Worker
 	installed map[string]bool // package files installed so far
 	mounted   bool            // the mounts have been put
 	lost      error           // why the worker is gone, once it is
@@ -42,14 +44,14 @@ func (s *Supervisor) NewSession(ctx context.Context) (*Session, error) {
 		return nil, errClosed
 	}
 	defer s.wg.Leave()
-	if _, err := s.runtime.ensure(ctx, nil); err != nil {
+	if _, err := s.runtime.Ensure(ctx, nil); err != nil {
 		return nil, err
 	}
 	// Close stops the start rather than wait for it.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(s.ctx, cancel)()
-	w, err := s.startWorker(ctx, roleSession, "")
+	w, err := s.startWorker(ctx, worker.RoleSession, "")
 	if err != nil {
 		if s.ctx.Err() != nil {
 			return nil, errClosed
@@ -60,16 +62,16 @@ func (s *Supervisor) NewSession(ctx context.Context) (*Session, error) {
 }
 
 // addSession makes a session of a started worker and watches it.
-func (s *Supervisor) addSession(w *worker) (*Session, error) {
-	ss := &Session{s: s, turn: make(chan struct{}, 1), done: make(chan struct{}), w: w, installed: s.runtime.files().preinstalled()}
-	s.sessionsMu.Lock()
-	defer s.sessionsMu.Unlock()
+func (s *Supervisor) addSession(w *worker.Worker) (*Session, error) {
+	ss := &Session{s: s, turn: make(chan struct{}, 1), done: make(chan struct{}), w: w, installed: s.runtime.Files().Preinstalled()}
+	s.sessions.mu.Lock()
+	defer s.sessions.mu.Unlock()
 	if s.ctx.Err() != nil {
 		w.Kill()
 		return nil, errClosed
 	}
-	s.sessions[ss] = struct{}{}
-	s.wg.Go(func() { ss.watch(s.ctx, w.proc, s.idleLimits()) })
+	s.sessions.live[ss] = struct{}{}
+	s.wg.Go(func() { ss.watch(s.ctx, w.Proc, s.cfg.idleLimits()) })
 	return ss, nil
 }
 
@@ -141,28 +143,98 @@ func (ss *Session) Close() {
 // closed); it may run more than once, and the first why stays.
 func (ss *Session) end(why error) {
 	s := ss.s
-	s.sessionsMu.Lock()
-	_, live := s.sessions[ss]
-	delete(s.sessions, ss)
+	s.sessions.mu.Lock()
+	_, live := s.sessions.live[ss]
+	delete(s.sessions.live, ss)
 	if live {
 		ss.why = why
 		close(ss.done)
 	}
-	s.sessionsMu.Unlock()
+	s.sessions.mu.Unlock()
 	if live {
 		ss.w.Kill()
-		s.log.Debug("session ended", zap.Int("pid", ss.w.proc.Pid()))
+		s.log.Debug("session ended", zap.Int("pid", ss.w.Proc.Pid()))
 	}
 }
 
-// closeSessions ends every session, when the supervisor closes.
-func (s *Supervisor) closeSessions() {
-	s.sessionsMu.Lock()
-	all := make([]*Session, 0, len(s.sessions))
-	for ss := range s.sessions {
+// watch ends the session when its worker passes the limits between calls,
+// or ends while idle. It returns when the session ends. A reading takes the
+// session's turn, so that no call starts between a reading over a limit
+// and the kill; a call holding the turn is watched by the call.
+func (ss *Session) watch(ctx context.Context, u worker.Usage, limits worker.IdleLimits) {
+	tick := time.NewTicker(worker.IdleWatchEvery)
+	defer tick.Stop()
+	budget := worker.NewCPUBudget(limits.CPU)
+	runs := 0
+	warned := false
+	for {
+		select {
+		case <-ss.done:
+			return
+		case <-ss.w.Ended():
+			select {
+			case ss.turn <- struct{}{}:
+			case <-ss.done:
+				return
+			}
+			if ss.lost == nil {
+				ss.lost = fmt.Errorf("its worker ended while idle (%s)", ss.w.ExitStatus())
+			}
+			why := ss.lost
+			<-ss.turn
+			ss.end(why)
+			return
+		case <-tick.C:
+		}
+		if limits == (worker.IdleLimits{}) {
+			continue // watched for an exit only
+		}
+		select {
+		case ss.turn <- struct{}{}:
+		default: // a call runs
+			budget.Restart()
+			continue
+		}
+		if ss.runs != runs {
+			runs = ss.runs
+			budget.Restart()
+		}
+		why, err := limits.Check(ctx, u, budget)
+		if why != nil && ss.lost == nil {
+			ss.lost = why
+		}
+		<-ss.turn
+		if why != nil {
+			ss.s.log.Info("a session's worker was killed between calls", zap.Int("pid", ss.w.Proc.Pid()), zap.Error(why))
+			ss.end(why)
+			return
+		}
+		if err != nil && !warned && !ss.w.Dead() {
+			warned = true
+			ss.s.log.Warn("cannot read a session worker's use: its limits between calls are not enforced while this lasts", zap.Int("pid", ss.w.Proc.Pid()), zap.Error(err))
+		}
+	}
+}
+
+// idleLimits returns the bounds of sessions between calls.
+func (c Config) idleLimits() worker.IdleLimits {
+	return worker.IdleLimits{Memory: c.MemoryLimit, CPU: max(c.SessionIdleCPU, 0)}
+}
+
+// sessionSet is the live sessions of a supervisor.
+type sessionSet struct {
+	mu   sync.Mutex
+	live map[*Session]struct{}
+}
+
+// closeAll ends every session, when the supervisor closes.
+func (set *sessionSet) closeAll() {
+	set.mu.Lock()
+	all := make([]*Session, 0, len(set.live))
+	for ss := range set.live {
 		all = append(all, ss)
 	}
-	s.sessionsMu.Unlock()
+	set.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, ss := range all {
 		wg.Go(func() { ss.end(nil) })
@@ -170,9 +242,9 @@ func (s *Supervisor) closeSessions() {
 	wg.Wait()
 }
 
-// sessionCount is the number of live sessions, for Health.
-func (s *Supervisor) sessionCount() int {
-	s.sessionsMu.Lock()
-	defer s.sessionsMu.Unlock()
-	return len(s.sessions)
+// count is the number of live sessions, for Health.
+func (set *sessionSet) count() int {
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	return len(set.live)
 }

@@ -78,7 +78,7 @@ func TestSessionKilledIsLost(t *testing.T) {
 		{name: "time limit, interrupt ignored", code: "while True:\n    try:\n        while True: pass\n    except KeyboardInterrupt: pass",
 			want: "killed with its worker"},
 		{name: "os._exit", code: "import os; os._exit(1)", want: "exited with status 1"},
-		{name: "killed while idle", kill: func(t *testing.T, ss *Session) { killPid(t, ss.w.proc.Pid()) }},
+		{name: "killed while idle", kill: func(t *testing.T, ss *Session) { killPid(t, ss.w.Proc.Pid()) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,7 +86,7 @@ func TestSessionKilledIsLost(t *testing.T) {
 			runIn(t, ss, "x = 1")
 			if tt.kill != nil {
 				tt.kill(t, ss)
-				<-ss.w.exited
+				<-ss.w.Ended()
 			} else {
 				res := runIn(t, ss, tt.code)
 				if !strings.Contains(res.Error, tt.want) || !strings.Contains(res.Error, "the session's state was lost") {
@@ -122,7 +122,7 @@ func TestClosedSessionEndsItsWorker(t *testing.T) {
 	ss := newSession(t, s)
 	ss.Close()
 	select {
-	case <-ss.w.exited:
+	case <-ss.w.Ended():
 	case <-time.After(5 * time.Second):
 		t.Fatal("the worker of a closed session is still running")
 	}

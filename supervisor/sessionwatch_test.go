@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,87 +11,16 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker/workertest"
 )
-
-// fakeProcess is a worker process whose memory and CPU time the test sets.
-// Its CPU time grows at spin cores from when spin was set.
-type fakeProcess struct {
-	gone     chan struct{}
-	exitOnce sync.Once
-	exitErr  error
-
-	mu      sync.Mutex
-	memory  int64
-	cpu     time.Duration // up to since
-	spin    float64
-	since   time.Time
-	readErr error
-}
-
-func newFakeProcess() *fakeProcess {
-	return &fakeProcess{gone: make(chan struct{}), since: time.Now()}
-}
-
-func (p *fakeProcess) Pid() int { return 4242 }
-
-func (p *fakeProcess) Wait() error {
-	<-p.gone
-	return p.exitErr
-}
-
-func (p *fakeProcess) Kill() error {
-	p.exit(errors.New("signal: killed"))
-	return nil
-}
-
-// exit ends the process, as its own exit or a kill does.
-func (p *fakeProcess) exit(err error) {
-	p.exitOnce.Do(func() {
-		p.exitErr = err
-		close(p.gone)
-	})
-}
-
-func (p *fakeProcess) Memory(context.Context) (int64, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.memory, p.readErr
-}
-
-func (p *fakeProcess) CPUTime(context.Context) (time.Duration, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.cpu + time.Duration(p.spin*float64(time.Since(p.since))), p.readErr
-}
-
-func (p *fakeProcess) setMemory(n int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.memory = n
-}
-
-// setSpin makes the process use cores from now on.
-func (p *fakeProcess) setSpin(cores float64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := time.Now()
-	p.cpu += time.Duration(p.spin * float64(now.Sub(p.since)))
-	p.spin, p.since = cores, now
-}
-
-// useCPU adds d of CPU time at once.
-func (p *fakeProcess) useCPU(d time.Duration) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cpu += d
-}
 
 // fakeSession is a session of s on a fake process, watched by its watcher.
 // It must be called in a synctest bubble, and ended by the test.
-func fakeSession(t *testing.T, s *Supervisor) (*Session, *fakeProcess) {
+func fakeSession(t *testing.T, s *Supervisor) (*Session, *workertest.Process) {
 	t.Helper()
-	p := newFakeProcess()
-	w := newWorker(new(tracker.Tracker), p, nopCloser{}, strings.NewReader(""), zap.NewNop(), func() {})
+	p := workertest.NewProcess()
+	w := worker.New(new(tracker.Tracker), p, nopCloser{}, strings.NewReader(""), zap.NewNop(), func() {})
 	ss, err := s.addSession(w)
 	if err != nil {
 		t.Fatal(err)
@@ -130,22 +58,22 @@ func TestSessionWatchBetweenCalls(t *testing.T) {
 	tests := []struct {
 		name   string
 		cfg    Config
-		script func(t *testing.T, ss *Session, p *fakeProcess) // returns with the session still live
+		script func(t *testing.T, ss *Session, p *workertest.Process) // returns with the session still live
 		// want is what Err says once the session ends after the script
 		// ("" for a session that must live on).
 		want []string
 	}{{
 		name: "memory over the limit while idle",
-		script: func(t *testing.T, ss *Session, p *fakeProcess) {
+		script: func(t *testing.T, ss *Session, p *workertest.Process) {
 			time.Sleep(time.Second)
-			p.setMemory(limit + 1<<20)
+			p.SetMemory(limit + 1<<20)
 		},
 		want: []string{"killed between calls", "used 401 MiB of memory, more than the 400 MiB limit"},
 	}, {
 		name: "memory over during a call is the call's to stop",
-		script: func(t *testing.T, ss *Session, p *fakeProcess) {
+		script: func(t *testing.T, ss *Session, p *workertest.Process) {
 			inCall(ss, func() {
-				p.setMemory(limit * 2)
+				p.SetMemory(limit * 2)
 				time.Sleep(time.Second)
 				if ended(ss) {
 					t.Fatal("the watcher ended the session while a call ran")
@@ -156,8 +84,8 @@ func TestSessionWatchBetweenCalls(t *testing.T) {
 		want: []string{"used 800 MiB of memory"},
 	}, {
 		name: "a core used while idle",
-		script: func(t *testing.T, ss *Session, p *fakeProcess) {
-			p.setSpin(1)
+		script: func(t *testing.T, ss *Session, p *workertest.Process) {
+			p.SetSpin(1)
 			// At 10% of a core, 1 s of CPU time at once.
 			time.Sleep(900 * time.Millisecond)
 			if ended(ss) {
@@ -167,8 +95,8 @@ func TestSessionWatchBetweenCalls(t *testing.T) {
 		want: []string{"killed between calls", "used 1.", "s of CPU time while no call ran, within the last 1.", "0.1 of a core on average, 1s at once"},
 	}, {
 		name: "a core used between calls that come often",
-		script: func(t *testing.T, ss *Session, p *fakeProcess) {
-			p.setSpin(1)
+		script: func(t *testing.T, ss *Session, p *workertest.Process) {
+			p.SetSpin(1)
 			// Calls neither refill the budget nor end its count.
 			for range 20 {
 				time.Sleep(300 * time.Millisecond)
@@ -181,55 +109,53 @@ func TestSessionWatchBetweenCalls(t *testing.T) {
 		want: []string{"killed between calls", "s of CPU time while no call ran, within the last"},
 	}, {
 		name: "below the share for a long time",
-		script: func(t *testing.T, ss *Session, p *fakeProcess) {
-			p.setSpin(0.09)
+		script: func(t *testing.T, ss *Session, p *workertest.Process) {
+			p.SetSpin(0.09)
 			time.Sleep(10 * time.Minute)
 		},
 	}, {
 		name: "the CPU time of calls is not counted",
-		script: func(t *testing.T, ss *Session, p *fakeProcess) {
+		script: func(t *testing.T, ss *Session, p *workertest.Process) {
 			for range 100 {
 				// A long call, watched by its own limits, and a quick one
 				// between two readings.
 				inCall(ss, func() {
-					p.setSpin(1)
+					p.SetSpin(1)
 					time.Sleep(2 * time.Second)
-					p.setSpin(0)
+					p.SetSpin(0)
 				})
 				time.Sleep(300 * time.Millisecond)
-				inCall(ss, func() { p.useCPU(2 * time.Second) })
+				inCall(ss, func() { p.UseCPU(2 * time.Second) })
 				time.Sleep(300 * time.Millisecond)
 			}
 		},
 	}, {
 		name: "bursts within the budget",
-		script: func(t *testing.T, ss *Session, p *fakeProcess) {
+		script: func(t *testing.T, ss *Session, p *workertest.Process) {
 			for range 60 {
-				p.useCPU(900 * time.Millisecond)
+				p.UseCPU(900 * time.Millisecond)
 				time.Sleep(10 * time.Second)
 			}
 		},
 	}, {
 		name: "the worker ends while idle",
-		script: func(t *testing.T, ss *Session, p *fakeProcess) {
-			p.exit(errors.New("exit status 3"))
+		script: func(t *testing.T, ss *Session, p *workertest.Process) {
+			p.Exit(errors.New("exit status 3"))
 		},
 		want: []string{"its worker ended while idle (exit status 3)"},
 	}, {
 		name: "no bounds",
 		cfg:  Config{SessionIdleCPU: -1},
-		script: func(t *testing.T, ss *Session, p *fakeProcess) {
-			p.setMemory(1 << 40)
-			p.setSpin(4)
+		script: func(t *testing.T, ss *Session, p *workertest.Process) {
+			p.SetMemory(1 << 40)
+			p.SetSpin(4)
 			time.Sleep(time.Minute)
 		},
 	}, {
 		name: "readings that fail enforce nothing and end nothing",
-		script: func(t *testing.T, ss *Session, p *fakeProcess) {
-			p.mu.Lock()
-			p.readErr = errors.New("no such process")
-			p.mu.Unlock()
-			p.setMemory(limit * 2)
+		script: func(t *testing.T, ss *Session, p *workertest.Process) {
+			p.FailReads(errors.New("no such process"))
+			p.SetMemory(limit * 2)
 			time.Sleep(time.Minute)
 		},
 	}}
@@ -255,7 +181,7 @@ func TestSessionWatchBetweenCalls(t *testing.T) {
 					t.Fatal("the session is still live")
 				}
 				select {
-				case <-p.gone:
+				case <-p.Gone():
 				default:
 					t.Error("the session ended and its worker lives on")
 				}
@@ -274,7 +200,7 @@ func TestSessionWatchBetweenCalls(t *testing.T) {
 					t.Errorf("next call: %v, want ErrSessionLost saying %q", runErr, tt.want[0])
 				}
 			})
-			if n := s.sessionCount(); n != 0 {
+			if n := s.sessions.count(); n != 0 {
 				t.Errorf("%d sessions live after the test, want 0", n)
 			}
 		})
@@ -290,7 +216,7 @@ func TestSessionClosedIsNotLost(t *testing.T) {
 		if !ended(ss) {
 			t.Fatal("Done is open after Close")
 		}
-		<-p.gone
+		<-p.Gone()
 		if err := ss.Err(); err != nil {
 			t.Errorf("Err() = %v after Close, want nil", err)
 		}

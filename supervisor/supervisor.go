@@ -3,7 +3,9 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -14,10 +16,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/mcp-run-python/mcp-run-python/bridge"
 	"github.com/mcp-run-python/mcp-run-python/js"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/install"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/pool"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/mount"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/packages"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/proc"
@@ -107,7 +111,7 @@ type Config struct {
 	// (worker programs, Pyodide installs, memory snapshots, package files
 	// and index pages: see package cachedir). Past it the supervisor
 	// removes the least recently used, never one that this or another
-	// server uses (see cachelimit.go). 0 means no limit.
+	// server uses (see runtimefiles.Cache). 0 means no limit.
 	CacheLimit int64
 
 	// Fatal, if not nil, hears why the runtime's first preparation failed
@@ -196,12 +200,12 @@ type Health struct {
 // Supervisor runs Python code in a pool of sandboxed workers. Each call
 // gets a fresh interpreter, so no state survives from call to call: a new
 // runner in a worker process that served calls before it, where the
-// process can be checked for leftovers (recycle.go), else a new process;
+// process can be checked for leftovers (worker/recycle.go), else a new process;
 // the pool keeps interpreters warm so calls do not wait for Pyodide to boot.
 //
 // The Supervisor keeps the lifecycle (New, Start, Warmup, Close, and the
 // tracker of what runs); a call goes through the steps of pipeline.go, in
-// a pooled worker or a Session's; the runtime is its runtimeKeeper's.
+// a pooled worker or a Session's; the runtime is its Keeper's (package runtimefiles).
 type Supervisor struct {
 	cfg     Config
 	log     *zap.Logger
@@ -214,23 +218,18 @@ type Supervisor struct {
 	// starts, and admits no call once Close has begun: Close waits for it.
 	wg tracker.Tracker
 
-	runtime *runtimeKeeper // prepares, repairs and hands out the runtime
-	bridge  *bridge.Server // set by the runtime's first build
-	run     *runDir        // set with the bridge: this server's temporary files
-	launch  launcher       // starts worker processes
+	runtime *runtimefiles.Keeper[*install.Installer] // prepares, repairs and hands out the runtime
+	maker   *runtimefiles.Maker                      // makes the runtime's files and snapshots
+	workers *worker.Starter                          // starts workers: the bridge, the run directory, the sandbox
 	pool    *workerPool
-	learn   *learner
+	learn   *install.Learner
 	memOnce sync.Once // the first worker's memory has been read
 
-	sessionsMu sync.Mutex
-	sessions   map[*Session]struct{} // live sessions
+	sessions sessionSet
 
-	cache cacheUse // the cache entries held, and their pruning (cachelimit.go)
-	// addrs follows this host's addresses for the default network's deny
-	// list (netdeny.go); nil for other networks.
-	addrs *addrWatch
+	cache *runtimefiles.Cache // the cache entries held, and their pruning
 
-	mounts []*mount.Folder // cfg.Mounts, each pinned to its folder at New
+	files *callFiles // the mounts, and what calls send back
 }
 
 // errClosed is what calls get once Close has begun: the pool's, which
@@ -247,28 +246,66 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 		ctx:    ctx,
 		cancel: cancel,
 
-		sessions: map[*Session]struct{}{},
+		sessions: sessionSet{live: map[*Session]struct{}{}},
 	}
+	s.files = &callFiles{cfg: cfg, log: log}
 	for _, m := range cfg.Mounts {
-		s.mounts = append(s.mounts, mount.Pin(m))
+		s.files.mounts = append(s.files.mounts, mount.Pin(m))
 	}
-	s.runtime = &runtimeKeeper{ctx: ctx, wg: &s.wg, log: log, turn: make(chan struct{}, 1),
-		build: s.buildRuntime, started: s.runtimeStarted, rebuild: s.rebuildRuntime, remake: s.remakeSnapshot}
-	s.learn = newLearner()
+	s.runtime = runtimefiles.NewKeeper(ctx, &s.wg, log, runtimefiles.Builds[*install.Installer]{
+		Build: s.buildRuntime,
+		// What needs the runtime published: the hold on its cache entries,
+		// the pool, and the watch of this host's addresses.
+		Started: func(rt *readyRuntime) {
+			s.cache.HoldRuntime(rt.Files)
+			s.pool.Begin()
+			if s.workers.Addrs != nil {
+				s.wg.Go(func() { s.workers.Addrs.Watch(s.ctx, worker.AddrPoll) })
+			}
+		},
+		// A repair makes the runtime's files again.
+		Rebuild: func(ctx context.Context, pkgs *install.Installer, progress func(string)) (*runtimefiles.Files, error) {
+			files, err := s.maker.Prepare(ctx, progress)
+			if err != nil {
+				return nil, err
+			}
+			return s.withDeps(ctx, files, pkgs, progress)
+		},
+		Remake: func(rt *runtimefiles.Files) { s.maker.RemakeSnapshot(ctx, rt) },
+	})
+	s.cache = runtimefiles.NewCache(ctx, &s.wg, log, cfg.CacheDir, cfg.CacheLimit, s.runtime.Files)
 	s.metrics = newMetrics(s, cfg.Metrics, log)
-	s.launch = platformLauncher(cfg.MemoryLimit)
-	hooks := pool.Hooks[*worker]{
-		Start:   func(ctx context.Context, kind string) (*worker, error) { return s.startWorker(ctx, roleCall, kind) },
-		Restore: s.restore,
-		Hot:     s.learn.hot,
+	s.workers = &worker.Starter{Config: worker.Config{Deno: cfg.Deno, StartTimeout: cfg.StartTimeout, OutputLimit: cfg.OutputLimit,
+		ErrorLimit: cfg.errorLimit(), CodeLimit: cfg.CodeLimit, FilesLimit: cfg.FilesLimit, Watch: cfg.watched(),
+		Networking: cfg.Networking, AllowNet: cfg.AllowNet, PrivateNetworks: cfg.PrivateNetworks},
+		Ctx: ctx, WG: &s.wg, Log: log, Launch: worker.PlatformLauncher(cfg.MemoryLimit),
+		Recycles: func() bool { return s.pool.Recycles() },
+		Remake:   s.runtime.RemakeSnapshot,
+		Current: func(rt *runtimefiles.Files, kind string) bool {
+			return rt == s.runtime.Files() || rt == s.learn.Runtime(kind)
+		},
+	}
+	s.maker = &runtimefiles.Maker{Deno: cfg.Deno, CacheDir: cfg.CacheDir, Log: log, Snapshot: s.workers.Snapshot,
+		Check: func(rt *runtimefiles.Files) error {
+			policy, _ := s.workers.Policy(rt, false)
+			return policy.Validate(runtime.GOOS)
+		}}
+	s.learn = install.NewLearner(install.Background{Ctx: ctx, WG: &s.wg, Log: log, Cache: s.cache, Maker: s.maker,
+		StartTimeout: cfg.StartTimeout, MemoryLimit: cfg.MemoryLimit})
+	hooks := pool.Hooks[*worker.Worker]{
+		Start: func(ctx context.Context, kind string) (*worker.Worker, error) {
+			return s.startWorker(ctx, worker.RoleCall, kind)
+		},
+		Restore: s.workers.Restore,
+		Hot:     s.learn.Hot,
 	}
 	if proc.HasThreads {
-		// A worker process serves several calls, a runner each (recycle.go).
-		hooks.Recycle = s.recycle
+		// A worker process serves several calls, a runner each (worker/recycle.go).
+		hooks.Recycle = s.workers.Recycle
 	}
 	if cfg.Networking && len(cfg.AllowNet) == 0 {
-		s.addrs = newAddrWatch(net.InterfaceAddrs, log, func() { s.pool.RetireStale() })
-		hooks.Stale = func(w *worker) bool { return s.addrs.stale(w.netGen) }
+		s.workers.Addrs = worker.NewAddrWatch(net.InterfaceAddrs, log, func() { s.pool.RetireStale() })
+		hooks.Stale = s.workers.Stale
 	}
 	s.pool = pool.New(ctx, pool.Config{Workers: cfg.Workers, Warm: cfg.Warm, Queue: cfg.Queue, QueueTimeout: cfg.QueueTimeout,
 		PerPrincipal: max(cfg.MaxCallsPerPrincipal, 0)}, hooks, &s.wg, log, s.metrics.restarts, s.metrics.poolWait)
@@ -278,11 +315,11 @@ func New(cfg Config, log *zap.Logger) *Supervisor {
 // startWorker boots a worker for r (the pool's or a session's), first
 // rebuilding the runtime if any of its files has gone missing under the
 // server, and again when they go missing as the worker starts (see
-// startAttempts). A kind names a learned set of packages (see learn.go) to
+// startAttempts). A kind names a learned set of packages (see install.Learner) to
 // start the worker from; one that is gone or broken gives a plain worker.
-func (s *Supervisor) startWorker(ctx context.Context, r role, kind string) (*worker, error) {
+func (s *Supervisor) startWorker(ctx context.Context, r worker.Role, kind string) (*worker.Worker, error) {
 	w, err := s.startOnce(ctx, r, kind)
-	for try := 1; errors.Is(err, errRuntimeGone) && try < startAttempts && ctx.Err() == nil; try++ {
+	for try := 1; errors.Is(err, runtimefiles.ErrGone) && try < startAttempts && ctx.Err() == nil; try++ {
 		s.log.Warn("a worker could not start for a file of the Python runtime gone; rebuilding it and starting again", zap.Error(err))
 		w, err = s.startOnce(ctx, r, kind)
 	}
@@ -293,12 +330,66 @@ func (s *Supervisor) startWorker(ctx context.Context, r role, kind string) (*wor
 		// Said once, at start: a limit this platform cannot watch must not
 		// be skipped in silence.
 		s.memOnce.Do(func() {
-			if _, err := w.proc.Memory(ctx); err != nil {
+			if _, err := w.Proc.Memory(ctx); err != nil {
 				s.log.Warn("the memory limit cannot be enforced here: a worker's memory cannot be read", zap.Error(err))
 			}
 		})
 	}
 	return w, nil
+}
+
+// startAttempts bounds how often startWorker starts a worker whose start
+// failed for a file of the runtime gone as it began: the cache directory
+// removed under the server (rm -rf takes a while, and can undo a rebuild
+// that races it), or a code cache template found damaged and dropped.
+const startAttempts = 3
+
+// startOnce is one attempt of startWorker.
+func (s *Supervisor) startOnce(ctx context.Context, r worker.Role, kind string) (*worker.Worker, error) {
+	ready := s.runtime.Current()
+	if what := ready.Files.Missing(); what != "" {
+		var err error
+		if ready, err = s.runtime.Repair(ctx, ready, what); err != nil {
+			return nil, err
+		}
+	}
+	rt := ready.Files
+	if kind != "" {
+		learned := s.learn.Runtime(kind)
+		if learned != nil && learned.Missing() != "" {
+			s.learn.Forget(kind) // its next uses make it again
+			learned = nil
+		}
+		if learned != nil {
+			rt = learned
+		} else {
+			kind = ""
+		}
+	}
+	// A plain worker of the pool starts on standby (see worker/standby.go).
+	w, err := s.workers.Start(ctx, rt, r, "", r == worker.RoleCall && kind == "")
+	if err == nil {
+		w.Kind = kind
+		if rt.Deps != nil {
+			w.Installed = rt.Deps.Files
+		}
+		return w, nil
+	}
+	if errors.Is(err, runtimefiles.ErrBadTemplate) {
+		// Made again: by repair for the runtime's, by the set's next uses
+		// for a learned set's. Meanwhile the set's calls get plain workers.
+		s.log.Warn("a code cache template is damaged; it is dropped and made again", zap.String("path", rt.CodeCache), zap.Error(err))
+		if err := os.RemoveAll(rt.CodeCache); err != nil {
+			s.log.Error("cannot remove a damaged code cache template", zap.Error(err))
+		}
+		if kind != "" {
+			s.learn.Forget(kind)
+		}
+	}
+	if what := rt.Missing(); what != "" {
+		return nil, fmt.Errorf("%w (%s): %w", runtimefiles.ErrGone, what, err)
+	}
+	return nil, err
 }
 
 // pythonVersion reads the Python version ("3.14") from an installed
@@ -322,7 +413,7 @@ func knownPythonVersion(cacheDir string) string {
 	if err != nil {
 		return "3"
 	}
-	pkg := filepath.Join(layout{cacheDir}.install(pin), "node_modules", "pyodide")
+	pkg := filepath.Join(runtimefiles.Layout{Root: cacheDir}.Install(pin), "node_modules", "pyodide")
 	if v, err := pythonVersion(pkg); err == nil {
 		return v
 	}
@@ -331,6 +422,30 @@ func knownPythonVersion(cacheDir string) string {
 		return major[:1] + "." + major[1:]
 	}
 	return "3"
+}
+
+// CurrentCacheEntries returns the paths, in the cache directory cacheDir,
+// of the entries that this build's runtime needs and that are known without
+// running deno: its worker program and its Pyodide install. Prunes keep
+// them (cachedir.PruneOptions.Keep), whether or not a server runs.
+func CurrentCacheEntries(cacheDir string) []string { return runtimefiles.CurrentEntries(cacheDir) }
+
+// Fetch resolves reqs and --deps as a call would, against Pyodide's package
+// host and the index of the configuration, and downloads every file of the
+// plan, hash-checked, into the package cache, where a later server with the
+// same cache directory finds them: with --offline, or with the host and the
+// index behind a firewall (a built-in package's file found in the cache is
+// never downloaded again). It installs Pyodide if needed, for its lock file,
+// but starts no worker and makes no snapshot. With mirror not "", the files
+// of Pyodide's built-in packages and its lock file are also copied into that
+// directory, which then serves as --pyodide-index-url (see
+// [packages.WriteMirror]). Progress lines go to progress.
+func (s *Supervisor) Fetch(ctx context.Context, reqs []string, mirror string, progress func(string)) ([]packages.LocalFile, error) {
+	pyodide, err := s.maker.Pyodide(ctx, progress)
+	if err != nil {
+		return nil, err
+	}
+	return install.Fetch(ctx, s.cfg.install(), pyodide, reqs, mirror, progress, s.log)
 }
 
 // Start prepares the runtime and warms the pool in the background and returns
@@ -344,7 +459,7 @@ func (s *Supervisor) Start(ctx context.Context) {
 		return
 	}
 	defer s.wg.Leave()
-	_, _ = s.runtime.preparing()
+	s.runtime.Start()
 }
 
 // Warmup prepares everything a first call needs (runtime files, Pyodide, the
@@ -356,7 +471,7 @@ func (s *Supervisor) Warmup(ctx context.Context, progress func(step string)) err
 		return errClosed
 	}
 	defer s.wg.Leave()
-	_, err := s.runtime.ensure(ctx, progress)
+	_, err := s.runtime.Ensure(ctx, progress)
 	return err
 }
 
@@ -374,7 +489,7 @@ func (s *Supervisor) Run(ctx context.Context, req Request) (Result, error) {
 // Health reports the pool's state, for readiness checks.
 func (s *Supervisor) Health() Health {
 	h := s.pool.Health()
-	return Health{Warm: h.Warm, Busy: h.Busy, Starting: h.Starting, Waiting: h.Waiting, Sessions: s.sessionCount(),
+	return Health{Warm: h.Warm, Busy: h.Busy, Starting: h.Starting, Waiting: h.Waiting, Sessions: s.sessions.count(),
 		Wait: h.Wait, Ready: h.Ready, Err: h.Err}
 }
 
@@ -403,33 +518,12 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	// Before shut: their kills run on goroutines of the tracker, which
 	// starts none once shut with nothing running.
 	s.pool.Close()
-	s.closeSessions()
+	s.sessions.closeAll()
 	select {
 	case <-s.wg.Shut():
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	s.releaseCache()
-	var err error
-	if s.bridge != nil {
-		err = s.bridge.Close()
-	}
-	if s.run != nil {
-		err = errors.Join(err, s.run.close())
-	}
-	return err
-}
-
-// bridgeReadLimit is the largest frame read from a worker until it serves
-// (see servingReadLimit): big enough for the memory snapshot (about 30 MB)
-// and a call's output.
-func (s *Supervisor) bridgeReadLimit() int64 { return 64<<20 + int64(s.cfg.OutputLimit) }
-
-// bridgeSocket is the Unix socket the bridge listens on, in run, or "" for
-// TCP on Windows, where deno has no Unix sockets.
-func bridgeSocket(run *runDir) string {
-	if runtime.GOOS == "windows" {
-		return ""
-	}
-	return filepath.Join(run.path, bridgeSocketName)
+	s.cache.Release()
+	return s.workers.Close()
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/mcp-run-python/mcp-run-python/supervisor/denotest"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
 )
 
 // killPid kills a process from outside, as a user or the OOM killer would.
@@ -53,7 +54,7 @@ func testCache(t *testing.T) string {
 }
 
 // oneCallPerProcess makes each of s's worker processes serve one call, as
-// where threads cannot be counted (see recycle.go): for tests of what a
+// where threads cannot be counted (see worker/recycle.go): for tests of what a
 // worker process's start does. Before s's first call.
 func oneCallPerProcess(s *Supervisor) {
 	s.pool.StopRecycling()
@@ -277,12 +278,12 @@ func TestDamagedSnapshotFallsBackToAPlainLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := readSnapshotLayout(bytes.NewReader(whole), int64(len(whole)))
+	at, err := runtimefiles.DataOffset(bytes.NewReader(whole), int64(len(whole)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	magic := whole[l.dataAt()]
-	whole[l.dataAt()] ^= 0xff
+	magic := whole[at]
+	whole[at] ^= 0xff
 	if err := os.WriteFile(snaps[0], whole, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +297,7 @@ func TestDamagedSnapshotFallsBackToAPlainLoad(t *testing.T) {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		if b, err := os.ReadFile(snaps[0]); err == nil {
-			if l, err := readSnapshotLayout(bytes.NewReader(b), int64(len(b))); err == nil && b[l.dataAt()] == magic {
+			if at, err := runtimefiles.DataOffset(bytes.NewReader(b), int64(len(b))); err == nil && b[at] == magic {
 				break
 			}
 		}
@@ -462,29 +463,6 @@ func TestCapReturnValue(t *testing.T) {
 			}
 			if text != tt.want {
 				t.Errorf("capReturnValue = %q, want %q", text, tt.want)
-			}
-		})
-	}
-}
-
-func TestCutText(t *testing.T) {
-	tests := []struct {
-		name, text string
-		limit      int
-		want       string
-	}{
-		{"fits", "abc", 3, "abc"},
-		{"ASCII", "abcdef", 4, "abcd"},
-		{"before a 2-byte character", "aé", 2, "a"},
-		{"before a 3-byte character", "ab日", 4, "ab"},
-		{"before a 4-byte character", "a🐍", 4, "a"},
-		{"after a 4-byte character", "🐍a", 4, "🐍"},
-		{"continuation bytes only", "\x80\x80\x80\x80\x80\x80", 5, "\x80\x80\x80\x80\x80"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := cutText(tt.text, tt.limit); got != tt.want {
-				t.Errorf("cutText(%q, %d) = %q, want %q", tt.text, tt.limit, got, tt.want)
 			}
 		})
 	}

@@ -74,12 +74,12 @@ func reply(send func(ctx context.Context) error) {
 
 // newToolRelay returns the relay of a run whose context is ctx, or nil when
 // no tools are configured.
-func (s *Supervisor) newToolRelay(ctx context.Context, conn *bridge.Conn) *toolRelay {
-	if s.cfg.Tools == nil {
+func (c Config) newToolRelay(ctx context.Context, conn *bridge.Conn) *toolRelay {
+	if c.Tools == nil {
 		return nil
 	}
 	ctx, stop := context.WithCancelCause(ctx)
-	return &toolRelay{tools: s.cfg.Tools, conn: conn, limit: s.cfg.ToolCalls, ctx: ctx, stop: stop,
+	return &toolRelay{tools: c.Tools, conn: conn, limit: c.ToolCalls, ctx: ctx, stop: stop,
 		calls: answering{slots: make(chan struct{}, maxToolCallsInFlight)}}
 }
 

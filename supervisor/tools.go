@@ -3,6 +3,8 @@ package supervisor
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/install"
 )
 
 // Tools are the tools of other MCP servers that code may call (code mode):
@@ -44,9 +46,15 @@ type ToolResult struct {
 
 // runnerModules are the top-level modules that workers' runners make
 // themselves, which no package provides: mcp_tools in code mode.
-func (s *Supervisor) runnerModules() map[string]bool {
-	if s.cfg.Tools == nil {
+func (c Config) runnerModules() map[string]bool {
+	if c.Tools == nil {
 		return nil
 	}
 	return map[string]bool{"mcp_tools": true}
+}
+
+// install is what the installer takes of c.
+func (c Config) install() install.Config {
+	return install.Config{CacheDir: c.CacheDir, IndexURL: c.IndexURL, PyodideIndexURL: c.PyodideIndexURL, Offline: c.Offline,
+		Deps: c.Deps, Made: c.runnerModules()}
 }

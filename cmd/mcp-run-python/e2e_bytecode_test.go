@@ -1,7 +1,7 @@
 package main_test
 
 // End-to-end tests of the bytecode that the server compiles for installed
-// wheels (supervisor/bytecode.go):
+// wheels (supervisor/internal/install/bytecode.go):
 //
 //	go test ./cmd/mcp-run-python/ -run Bytecode -count=1 -v
 

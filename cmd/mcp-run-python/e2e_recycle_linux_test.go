@@ -6,7 +6,7 @@ import (
 )
 
 // TestRecycle: on Linux a worker process serves call after call, each in a
-// new interpreter (supervisor/recycle.go). One worker, so that every call
+// new interpreter (supervisor/internal/worker/recycle.go). One worker, so that every call
 // runs in the process of the one before it: nothing of a call reaches the
 // next, and a process that a call's code outlived is killed, not reused.
 func TestRecycle(t *testing.T) {

@@ -1,7 +1,7 @@
 package packages
 
 // Compiled variants of wheels: the same wheel with its modules' bytecode
-// added, made once on the trusted side (supervisor/bytecode.go) and kept in
+// added, made once on the trusted side (supervisor/internal/install/bytecode.go) and kept in
 // the cache beside the original, which stays the source of truth:
 //
 //	<dir>/wheels/sha256/<hex>/<file name>                      the wheel, checked against <hex>

@@ -1,4 +1,4 @@
-// Package cachedirtest makes cache entries for tests.
+// Package cachedirtest makes cache entries, and the files in them, for tests.
 package cachedirtest
 
 import (
@@ -32,4 +32,15 @@ func PutEntry(t testing.TB, root, rel string, size int, age time.Duration) strin
 		}
 	}
 	return member
+}
+
+// Write writes text to path, making its directory.
+func Write(t testing.TB, path, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

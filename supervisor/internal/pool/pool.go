@@ -38,7 +38,7 @@ var (
 	ErrUnavailable = errors.New("no Python worker can start")
 	// ErrClosed is what calls get once the pool's context has ended or it
 	// is closed: its supervisor closes.
-	ErrClosed = errors.New("the supervisor is closed: it runs no more calls")
+	ErrClosed = tracker.ErrClosed
 )
 
 // Backoff of failed worker starts.

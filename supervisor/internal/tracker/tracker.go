@@ -5,7 +5,14 @@
 // package of the supervisor hands its goroutines to one Tracker.
 package tracker
 
-import "sync"
+import (
+	"errors"
+	"sync"
+)
+
+// ErrClosed is what calls, and what waits for the supervisor's work, get
+// once its Close has begun.
+var ErrClosed = errors.New("the supervisor is closed: it runs no more calls")
 
 // Tracker counts what runs in a supervisor, the calls from outside and the
 // goroutines it starts, so that Close can wait until nothing is left. Once
