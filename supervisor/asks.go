@@ -52,9 +52,9 @@ type askRelay struct {
 
 // newAskRelay returns the relay of a run whose context is ctx; progress
 // (nil: none) hears whom it waits for.
-func (s *Supervisor) newAskRelay(ctx context.Context, ask Ask, progress *callProgress, clock *runClock, reply func(context.Context, int64, []bridge.Answer, string) error) *askRelay {
+func (c Config) newAskRelay(ctx context.Context, log *zap.Logger, ask Ask, progress *callProgress, clock *runClock, reply func(context.Context, int64, []bridge.Answer, string) error) *askRelay {
 	ctx, stop := context.WithCancelCause(ctx)
-	return &askRelay{ask: ask, limits: s.cfg.AskLimits, clock: clock, progress: progress, log: s.log,
+	return &askRelay{ask: ask, limits: c.AskLimits, clock: clock, progress: progress, log: log,
 		reply: reply, ctx: ctx, stop: stop, rounds: answering{slots: make(chan struct{}, maxRoundsInFlight)}}
 }
 

@@ -125,9 +125,9 @@ func TestAskRelayChecks(t *testing.T) {
 					asked = append(asked, round)
 					return tt.answers[:min(len(tt.answers), max(len(round), 1))], nil
 				})
-				s := &Supervisor{cfg: Config{AskLimits: limits}, log: zap.NewNop()}
+				cfg := Config{AskLimits: limits}
 				var got replies
-				r := s.newAskRelay(context.Background(), tt.ask, nil, (&deadline{}).start(nil, nil, nil), got.reply)
+				r := cfg.newAskRelay(context.Background(), zap.NewNop(), tt.ask, nil, (&deadline{}).start(nil, nil, nil), got.reply)
 				for i, q := range tt.rounds {
 					r.handle(bridge.AskFrame{ID: int64(i + 1), Questions: q})
 					synctest.Wait() // one round after the other, as the code asks them
@@ -171,13 +171,13 @@ func TestAskRelayWaits(t *testing.T) {
 					<-overstay // ignores its context
 					return nil, errors.New("too late")
 				})
-				s := &Supervisor{cfg: Config{Timeout: time.Second, AskLimits: AskLimits{Requests: 7, Wait: wait}}, log: zap.NewNop()}
+				cfg := Config{Timeout: time.Second, AskLimits: AskLimits{Requests: 7, Wait: wait}}
 				progress, log := newTestProgress()
 				start := time.Now()
 				var fired atomic.Int64 // since the start
-				clock := s.cfg.newDeadline(start).start(progress, func() { fired.Store(int64(time.Since(start))) }, nil)
+				clock := cfg.newDeadline(start).start(progress, func() { fired.Store(int64(time.Since(start))) }, nil)
 				var got replies
-				r := s.newAskRelay(context.Background(), Ask{Person: true, Asker: asker}, progress, clock, got.reply)
+				r := cfg.newAskRelay(context.Background(), zap.NewNop(), Ask{Person: true, Asker: asker}, progress, clock, got.reply)
 				if tt.end > 0 {
 					time.AfterFunc(tt.end, r.close)
 				}

@@ -42,7 +42,7 @@ func (s *Supervisor) call(ctx context.Context, w *worker.Worker, run bridge.RunR
 		defer tools.close()
 		run.Tools, run.OnToolCall = tools.spec(), tools.handle
 	}
-	asks := s.newAskRelay(stopCtx, opts.ask, opts.progress, clock, w.Conn.Answer)
+	asks := s.cfg.newAskRelay(stopCtx, s.log, opts.ask, opts.progress, clock, w.Conn.Answer)
 	defer asks.close()
 	readLimit := s.workers.ServingReadLimit()
 	run.Ask, run.OnAsk = asks.spec(readLimit), asks.handle
