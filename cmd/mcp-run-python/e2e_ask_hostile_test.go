@@ -54,7 +54,7 @@ func (r mrtrResult) text(t *testing.T) string {
 }
 
 // mrtrCall sends by hand, as a 2026-07-28 client that can sample and elicit
-// with token as its bearer token, a tools/call of code; with state, it is
+// with token as its bearer token ("" for none), a tools/call of code; with state, it is
 // the retry of that state with answers, each sampling request's id
 // answered with its text.
 func mrtrCall(t *testing.T, tg *target, token, code, state string, answers map[string]string) mrtrResult {
@@ -78,8 +78,11 @@ func mrtrCall(t *testing.T, tg *target, token, code, state string, answers map[s
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := tg.do(t, "/mcp", string(body), "Authorization", "Bearer "+token,
-		"MCP-Protocol-Version", modernProtocol, mcp.HeaderMethod, "tools/call", mcp.HeaderName, toolName)
+	headers := []string{"MCP-Protocol-Version", modernProtocol, mcp.HeaderMethod, "tools/call", mcp.HeaderName, toolName}
+	if token != "" {
+		headers = append(headers, "Authorization", "Bearer "+token)
+	}
+	a := tg.do(t, "/mcp", string(body), headers...)
 	var resp struct {
 		Result *mrtrResult `json:"result"`
 		Error  *struct {
@@ -138,6 +141,9 @@ func TestE2EAskHostile(t *testing.T) {
 	t.Run("retry_never_comes", func(t *testing.T) { testAskRetryNeverComes(t, tg) })
 	t.Run("flood", func(t *testing.T) { testAskFlood(t, tg) })
 	t.Run("declined", func(t *testing.T) { testAskDeclined(t, tg) })
+	t.Run("sigterm_while_parked", func(t *testing.T) {
+		testAskStopWhileParked(t, startTarget(t, s, modeStateless, "--sampling", "--shutdown-timeout", "1m"))
+	})
 
 	older := startTarget(t, s, modeStdio, "--sampling", "--workers", "1")
 	t.Run("cancel_while_asked", func(t *testing.T) { testAskCancelled(t, older) })
@@ -194,6 +200,25 @@ func testAskRetryNeverComes(t *testing.T, tg *target) {
 	late := mrtrCall(t, tg, aliceAsks, `llm_query("anyone?")`, r.RequestState, map[string]string{"q0": "me"})
 	if got := late.text(t); !late.IsError || !strings.HasPrefix(got, "invalid requestState: ") {
 		t.Errorf("the late retry: %q, want its state refused", got)
+	}
+}
+
+// testAskStopWhileParked: SIGTERM with a call parked for its retry, which
+// can no longer come once the listener is closed: the call ends and the
+// server exits at once, rather than at --shutdown-timeout.
+func testAskStopWhileParked(t *testing.T, tg *target) {
+	parked(t, tg, "", `llm_query("anyone?")`)
+	start := time.Now()
+	if err := stopServer(tg.cmd.Process); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-tg.done:
+	case <-time.After(stopTimeout):
+		t.Fatalf("the server did not exit within %v of SIGTERM, with --shutdown-timeout 1m and a parked call", stopTimeout)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the server exited %v after SIGTERM: it waited for a retry that could not come", took)
 	}
 }
 
