@@ -21,9 +21,9 @@ const standInKeyPrefix = "sk-e2e-"
 
 // standInModel is an OpenAI-compatible chat completions server on
 // 127.0.0.1, in the test process: real HTTP and JSON. It answers "re: "
-// and the user's message, and the prompt "echo" with an error that
+// and the user's message, and the prompt "echo" at once with an error that
 // repeats the request's Authorization header, as a careless proxy might.
-// Each request waits until gate requests are in flight, and then for
+// Each other request waits until gate requests are in flight, and then for
 // gateHold more, so that a server sending more than gate at once shows
 // them all at the stand-in (one sending fewer is slowed by gateWait, not
 // stuck).
@@ -74,6 +74,12 @@ func (m *standInModel) serve(w http.ResponseWriter, r *http.Request) {
 	m.mu.Lock()
 	m.auth = append(m.auth, r.Header.Get("Authorization"))
 	m.models = append(m.models, req.Model)
+	m.mu.Unlock()
+	if prompt == "echo" {
+		http.Error(w, "upstream refused: "+r.Header.Get("Authorization"), http.StatusBadGateway)
+		return
+	}
+	m.mu.Lock()
 	m.inFlight++
 	m.most = max(m.most, m.inFlight)
 	open := m.open
@@ -89,10 +95,6 @@ func (m *standInModel) serve(w http.ResponseWriter, r *http.Request) {
 	m.mu.Lock()
 	m.inFlight--
 	m.mu.Unlock()
-	if prompt == "echo" {
-		http.Error(w, "upstream refused: "+r.Header.Get("Authorization"), http.StatusBadGateway)
-		return
-	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": "re: " + prompt}}}})
 }
