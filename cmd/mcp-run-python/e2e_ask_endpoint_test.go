@@ -21,10 +21,10 @@ const standInKeyPrefix = "sk-e2e-"
 
 // standInModel is an OpenAI-compatible chat completions server on
 // 127.0.0.1, in the test process: real HTTP and JSON. It answers "re: "
-// and the user's message, and the prompt "echo" at once with an error that
-// repeats the request's Authorization header, as a careless proxy might.
-// Each other request waits until gate requests are in flight, and then for
-// gateHold more, so that a server sending more than gate at once shows
+// and the user's message, and the prompt "echo" with an error that repeats
+// the request's Authorization header, as a careless proxy might. Each
+// request whose prompt starts with "gated " waits until gate such requests
+// are in flight, and then for gateHold more, so that a server sending more than gate at once shows
 // them all at the stand-in (one sending fewer is slowed by gateWait, not
 // stuck).
 type standInModel struct {
@@ -75,10 +75,20 @@ func (m *standInModel) serve(w http.ResponseWriter, r *http.Request) {
 	m.auth = append(m.auth, r.Header.Get("Authorization"))
 	m.models = append(m.models, req.Model)
 	m.mu.Unlock()
-	if prompt == "echo" {
+	switch {
+	case prompt == "echo":
 		http.Error(w, "upstream refused: "+r.Header.Get("Authorization"), http.StatusBadGateway)
 		return
+	case strings.HasPrefix(prompt, "gated "):
+		m.waitForCohort()
 	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": "re: " + prompt}}}})
+}
+
+// waitForCohort holds a request until gate are in flight, and gateHold
+// more.
+func (m *standInModel) waitForCohort() {
 	m.mu.Lock()
 	m.inFlight++
 	m.most = max(m.most, m.inFlight)
@@ -95,16 +105,15 @@ func (m *standInModel) serve(w http.ResponseWriter, r *http.Request) {
 	m.mu.Lock()
 	m.inFlight--
 	m.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": "re: " + prompt}}}})
 }
 
 // endpointCode asks a batch of twelve (with a model_hint the endpoint must
-// not get), then a prompt the stand-in answers with the key in its error,
-// and looks for the key in its environment, the key file and the files it
+// not get), 100 questions one after the other, then a prompt the stand-in
+// answers with the key in its error, and looks for the key in its environment, the key file and the files it
 // can read.
 const endpointCode = `import os
-answers = llm_query_batched([f"p{i}" for i in range(12)], model_hint="gpt-steered")
+answers = llm_query_batched([f"gated {i}" for i in range(12)], model_hint="gpt-steered")
+answers += [llm_query(f"s{i}") for i in range(100)]
 try:
     llm_query("echo")
 except LLMQueryError as e:
@@ -123,14 +132,14 @@ for root, dirs, files in os.walk("/"):
                     found.append(os.path.join(root, name))
         except OSError:
             pass
-print(answers == [f"re: p{i}" for i in range(12)])
+print(answers == [f"re: gated {i}" for i in range(12)] + [f"re: s{i}" for i in range(100)])
 print(echoed)
 found`
 
 // TestE2EAskEndpoint runs the endpoint path through the real binary: a
 // client without the sampling capability, --llm-url at a stand-in on
-// 127.0.0.1 with --llm-model and --llm-key-file. The key and the model
-// reach the stand-in, the model_hint does not; code finds the key neither
+// 127.0.0.1 with --llm-model and --llm-key-file. 112 questions are
+// answered; the key and the model reach the stand-in, the model_hint does not; code finds the key neither
 // in its environment, nor in the files it can open, nor in an error that
 // echoed it; and a batch of twelve holds --llm-concurrency 3 at the
 // stand-in.
@@ -143,7 +152,7 @@ func TestE2EAskEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	tg := startTarget(t, s, modeStateful, "--sampling", "--llm-url", model.URL+"/v1", "--llm-model", "e2e-model",
-		"--llm-key-file", keyFile, "--llm-concurrency", strconv.Itoa(concurrency))
+		"--llm-key-file", keyFile, "--llm-concurrency", strconv.Itoa(concurrency), "--llm-requests", "200")
 	c := tg.connect(t)
 	code := "PREFIX = " + pyString(standInKeyPrefix) + "\nKEY_FILE = " + pyString(keyFile) + "\n" + endpointCode
 	c.expectRun(t, code, "<status>success</status>\n<output>\nTrue\n"+
@@ -155,8 +164,8 @@ func TestE2EAskEndpoint(t *testing.T) {
 	if model.most != concurrency {
 		t.Errorf("%d requests in flight at once at the endpoint, want --llm-concurrency's %d", model.most, concurrency)
 	}
-	if len(model.auth) != 13 {
-		t.Errorf("the endpoint got %d requests, want 13", len(model.auth))
+	if len(model.auth) != 113 {
+		t.Errorf("the endpoint got %d requests, want 113", len(model.auth))
 	}
 	for i := range model.auth {
 		if model.auth[i] != "Bearer "+model.key || model.models[i] != "e2e-model" {
