@@ -77,14 +77,21 @@ type tsReport struct {
 		Status      string `json:"status"`
 		StreamError string `json:"streamError"`
 	} `json:"cancel"`
+	Ask struct {
+		Error    string `json:"error"`
+		Result   tsCall `json:"result"`
+		Sampled  int    `json:"sampled"`
+		Elicited int    `json:"elicited"`
+	} `json:"ask"`
 	Errors []string `json:"errors"`
 }
 
 // TestTypeScriptSDK runs client.ts against a --return-mode json --tasks
-// server on each transport: a call with onprogress hears increasing progress
-// before its result, the SDK accepts every structuredContent against the
-// listed outputSchema, and a task the SDK starts by itself is polled to its
-// result, another cancelled.
+// --sampling --elicitation server on each transport: a call with onprogress
+// hears increasing progress before its result, the SDK accepts every
+// structuredContent against the listed outputSchema, a task the SDK starts
+// by itself is polled to its result, another cancelled, and code's
+// questions reach the SDK's sampling and elicitation handlers.
 func TestTypeScriptSDK(t *testing.T) {
 	s := setup(t)
 	dir, err := filepath.Abs(tssdkDir)
@@ -94,7 +101,7 @@ func TestTypeScriptSDK(t *testing.T) {
 	for _, mode := range allModes {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			flags := []string{"--return-mode", "json", "--tasks", "--timeout", "60s", "--workers", "1", "--grace", taskGrace.String()}
+			flags := []string{"--return-mode", "json", "--tasks", "--timeout", "60s", "--workers", "1", "--grace", taskGrace.String(), "--sampling", "--elicitation"}
 			var args []string
 			if mode == modeStateless {
 				flags = append(flags, "--auth-token-file", tokenFile(t, tssdkToken))
@@ -117,7 +124,7 @@ func TestTypeScriptSDK(t *testing.T) {
 			if tg.stderr != nil {
 				stderr += "\nserver stderr:\n" + tg.stderr.String()
 			}
-			checkTSReport(t, r)
+			checkTSReport(t, mode, r)
 			if t.Failed() {
 				t.Logf("stderr:\n%s", stderr)
 			}
@@ -152,8 +159,9 @@ func runTSClient(t *testing.T, s *e2eSetup, dir string, args []string) (tsReport
 	return r, stderr.String()
 }
 
-// checkTSReport fails unless r shows every scenario working.
-func checkTSReport(t *testing.T, r tsReport) {
+// checkTSReport fails unless r, the report of a client over mode, shows
+// every scenario working.
+func checkTSReport(t *testing.T, mode string, r tsReport) {
 	t.Helper()
 	if !r.Tool.OutputSchema || r.Tool.TaskSupport != "optional" {
 		t.Errorf("tools/list showed the SDK %+v, want an outputSchema and taskSupport optional", r.Tool)
@@ -234,12 +242,35 @@ func checkTSReport(t *testing.T, r tsReport) {
 		}
 	})
 
+	t.Run("ask", func(t *testing.T) {
+		a := r.Ask
+		if a.Error != "" {
+			t.Fatalf("callTool: %s", a.Error)
+		}
+		// A stateless server forgets what the client declared at
+		// initialize: the question says so.
+		if mode == modeStateless {
+			if a.Result.IsError || a.Sampled+a.Elicited != 0 || !strings.Contains(a.Result.Text, tsStatelessRefusal) {
+				t.Errorf("asked %d and %d times, the result %+v; want the refusal %q", a.Sampled, a.Elicited, a.Result, tsStatelessRefusal)
+			}
+			return
+		}
+		expectTSCall(t, "the result", a.Result, false, `{"status":"success","output":[],"return_value":["re: one","re: a","re: b","re: c","Ada",{"age":36}]}`)
+		if a.Sampled != 4 || a.Elicited != 2 {
+			t.Errorf("the SDK's model was asked %d times and its person %d, want 4 and 2", a.Sampled, a.Elicited)
+		}
+	})
+
 	// Such as a progress notification after its result, whose token the
 	// SDK no longer knows.
 	if len(r.Errors) != 0 {
 		t.Errorf("the SDK reported errors: %q", r.Errors)
 	}
 }
+
+// tsStatelessRefusal is what code's question raises on a stateless
+// server, whose clients older than 2026-07-28 it cannot ask.
+const tsStatelessRefusal = "a stateless server does not know the sampling capability of a client older than protocol 2026-07-28"
 
 // expectTSCall fails unless the call's text is want (a tool error's is its
 // own message), its isError is isError, and its structuredContent is want's

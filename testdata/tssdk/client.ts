@@ -1,7 +1,7 @@
 // A client of mcp-run-python built on the official MCP TypeScript SDK (npm
 // @modelcontextprotocol/sdk, pinned below; deno.lock pins its dependencies).
 // cmd/mcp-run-python/e2e_tssdk_test.go runs it against a server started with
-// --return-mode json --tasks on each transport:
+// --return-mode json --tasks --sampling --elicitation on each transport:
 //
 //	deno run --no-config --lock=deno.lock --frozen-lockfile -A client.ts \
 //	  [--bearer TOKEN] (stdio COMMAND [ARG...] | sse URL | streamable-http URL)
@@ -9,7 +9,10 @@
 // It drives the three features of issue 28 through the SDK's own API, so that
 // what the SDK does with them (tracks progress tokens, validates
 // structuredContent against the listed outputSchema, polls tasks) is tested,
-// not what a hand-made request would show. It prints one JSON line of what it
+// not what a hand-made request would show; and, as issue 39's client, answers
+// code's questions with a scripted model and person through the SDK's own
+// sampling and elicitation handlers (this SDK speaks protocols up to
+// 2025-11-25: the server asks it during the call). It prints one JSON line of what it
 // saw and leaves the judging to the Go test; a scenario that throws reports its
 // error in place of its findings, so that one failure hides no other.
 
@@ -28,6 +31,8 @@ import type { Transport } from "npm:@modelcontextprotocol/sdk@1.32.2/shared/tran
 import {
   type CallToolResult,
   CallToolResultSchema,
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
   type Progress,
 } from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
 
@@ -69,6 +74,8 @@ interface Report {
   }>;
   /** A task cancelled while its code runs. */
   cancel: Scenario<{ status: string; streamError: string }>;
+  /** A call whose code asks the model and the person. */
+  ask: Scenario<{ result: CallReport; sampled: number; elicited: number }>;
   /** What the SDK reported through Client.onerror while the scenarios ran. */
   errors: string[];
 }
@@ -123,10 +130,40 @@ async function call(client: Client, args: Record<string, unknown>): Promise<Call
   return report(await client.callTool({ name: toolName, arguments: args }) as CallToolResult);
 }
 
+/** The code of the ask scenario: a batch, a question, and two for the person. */
+const askCode = `answers = llm_query_batched(["a", "b", "c"], system="Answer.")
+name = ask_user("Your name?")
+age = ask_user("Your age?", {"type": "object", "properties": {"age": {"type": "integer"}}, "required": ["age"]})
+[llm_query("one"), *answers, name, age]`;
+
 async function main(): Promise<void> {
   const errors: string[] = [];
-  const client = new Client({ name: "mcp-run-python-tssdk", version: "1.0.0" });
+  const client = new Client({ name: "mcp-run-python-tssdk", version: "1.0.0" }, {
+    capabilities: { sampling: {}, elicitation: {} },
+  });
   client.onerror = (err) => errors.push(err.message);
+  // A scripted model and person: "re: " and the prompt; "Ada", or age 36
+  // for a form that asks it.
+  let sampled = 0, elicited = 0;
+  client.setRequestHandler(CreateMessageRequestSchema, (request) => {
+    sampled++;
+    const content = request.params.messages[0]?.content;
+    const prompt = content && !Array.isArray(content) && content.type === "text"
+      ? content.text
+      : "";
+    return {
+      role: "assistant",
+      model: "scripted",
+      content: { type: "text", text: `re: ${prompt}` },
+    };
+  });
+  client.setRequestHandler(ElicitRequestSchema, (request) => {
+    elicited++;
+    const properties = "requestedSchema" in request.params
+      ? request.params.requestedSchema.properties
+      : {};
+    return { action: "accept", content: "age" in properties ? { age: 36 } : { answer: "Ada" } };
+  });
   const transport = transportFrom(Deno.args);
   await client.connect(transport);
 
@@ -217,7 +254,12 @@ async function main(): Promise<void> {
     return { status, streamError };
   });
 
-  const out: Report = { tool, progress, structured, task, cancel, errors: [...errors] };
+  const ask = await scenario(async () => {
+    const result = await call(client, { python_code: askCode });
+    return { result, sampled, elicited };
+  });
+
+  const out: Report = { tool, progress, structured, task, cancel, ask, errors: [...errors] };
   console.log(JSON.stringify(out));
   // A client done with its session ends it (a no-op without one: stateless).
   // That also ends the server's standalone GET stream, without which deno

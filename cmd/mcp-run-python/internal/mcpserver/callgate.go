@@ -35,6 +35,9 @@ type CallGate struct {
 	running int
 	closing chan struct{} // closed when the gate stops admitting calls
 	idle    chan struct{} // closed once closing and no call runs
+	// retriesEnded is set by EndRetries; onRetriesEnd are run by it.
+	retriesEnded bool
+	onRetriesEnd []func()
 }
 
 // NewCallGate returns an open gate; see CallGate.timeout and stopWait.
@@ -111,6 +114,35 @@ func (g *CallGate) Close() {
 		close(g.closing)
 	}
 	g.signalIdle()
+}
+
+// EndRetries says that no request can reach the server any more (an HTTP
+// server whose listener is closed at shutdown), so no 2026-07-28 client can
+// retry a call parked for its answers: those calls end at once rather than
+// at --park-timeout or the shutdown timeout, and a question asked after is
+// refused. Over stdio requests are read until the calls are over, so a
+// retry can still come.
+func (g *CallGate) EndRetries() {
+	g.mu.Lock()
+	fs := g.onRetriesEnd
+	g.retriesEnded, g.onRetriesEnd = true, nil
+	g.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// whenRetriesEnd runs f when EndRetries is called, or at once if it was.
+func (g *CallGate) whenRetriesEnd(f func()) {
+	g.mu.Lock()
+	ended := g.retriesEnded
+	if !ended {
+		g.onRetriesEnd = append(g.onRetriesEnd, f)
+	}
+	g.mu.Unlock()
+	if ended {
+		f()
+	}
 }
 
 // Closed returns a channel closed once the gate stops admitting calls, for

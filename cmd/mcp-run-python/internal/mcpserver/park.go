@@ -16,6 +16,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,6 +32,10 @@ import (
 // client's retry did not come in time.
 var errParkTimeout = errors.New("the client did not send its answers within --park-timeout")
 
+// errNoRetries is the cause of a parked call's cancellation, and the
+// refusal of a question, once no retry can reach the server.
+var errNoRetries = fmt.Errorf("%w: it takes no more requests, so the client's answers cannot come", ErrShuttingDown)
+
 // parking holds the calls that asked a 2026-07-28 client and still run.
 type parking struct {
 	timeout      time.Duration
@@ -40,13 +46,31 @@ type parking struct {
 	mu     sync.Mutex
 	calls  map[string]*parkedCall // by id
 	counts map[identity.Principal]int
+	ended  bool // no retry can come any more: CallGate.EndRetries
 }
 
-// newParking returns the parking of o.
-func newParking(o *AskOptions) *parking {
-	return &parking{
+// newParking returns the parking of o, whose calls end when gate's
+// retries do (nil for never).
+func newParking(o *AskOptions, gate *CallGate) *parking {
+	pk := &parking{
 		timeout: o.ParkTimeout, perPrincipal: o.ParkedPerPrincipal, maxTokens: o.maxTokens(), signer: newStateSigner(),
 		calls: map[string]*parkedCall{}, counts: map[identity.Principal]int{},
+	}
+	if gate != nil {
+		gate.whenRetriesEnd(pk.endRetries)
+	}
+	return pk
+}
+
+// endRetries ends the calls that wait for a retry, and refuses the rounds
+// asked after: no retry can come any more.
+func (pk *parking) endRetries() {
+	pk.mu.Lock()
+	pk.ended = true
+	calls := slices.Collect(maps.Values(pk.calls))
+	pk.mu.Unlock()
+	for _, p := range calls {
+		p.end(errNoRetries)
 	}
 }
 
@@ -137,6 +161,9 @@ func (pk *parking) resume(ctx context.Context, req mcp.CallToolRequest, principa
 func (pk *parking) admit(p *parkedCall) error {
 	pk.mu.Lock()
 	defer pk.mu.Unlock()
+	if pk.ended {
+		return errNoRetries
+	}
 	if p.registered {
 		return nil
 	}
@@ -228,6 +255,13 @@ func (p *parkedCall) park(r *parkedRound) *mcp.CallToolResult {
 		Expires: time.Now().Add(p.pk.timeout).UnixMilli(),
 	}
 	p.mu.Unlock()
+	// endRetries may have run since admit, and missed this call's wait.
+	p.pk.mu.Lock()
+	ended := p.pk.ended
+	p.pk.mu.Unlock()
+	if ended {
+		p.end(errNoRetries)
+	}
 	b := server.NewInputRequestBuilder(p.pk.signer.seal(claims))
 	for i, q := range r.questions {
 		if q.Sample != nil {
@@ -256,13 +290,16 @@ func (p *parkedCall) take(round int) (*parkedRound, error) {
 }
 
 // expire cancels the call when its retry did not come in time.
-func (p *parkedCall) expire() {
+func (p *parkedCall) expire() { p.end(errParkTimeout) }
+
+// end cancels the call with cause if it waits for a retry.
+func (p *parkedCall) end(cause error) {
 	p.mu.Lock()
-	expired := p.waiting != nil
+	waiting := p.waiting != nil
 	p.waiting = nil
 	p.mu.Unlock()
-	if expired {
-		p.cancel(errParkTimeout)
+	if waiting {
+		p.cancel(cause)
 		p.pk.remove(p)
 	}
 }

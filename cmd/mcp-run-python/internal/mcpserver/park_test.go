@@ -120,7 +120,7 @@ func resultText(t *testing.T, res *mcp.CallToolResult) string {
 // as input_required and its retry resumes the call; a replayed state, an
 // older one, and one for another caller are refused and change nothing.
 func TestParkedCallRounds(t *testing.T) {
-	pk := newParking(&AskOptions{ParkTimeout: time.Minute})
+	pk := newParking(&AskOptions{ParkTimeout: time.Minute}, nil)
 	ended := make(chan error, 1)
 	ctx := t.Context()
 	first := pk.start(ctx, "alice", "s1", &requestSinks{}, askingRun([][]supervisor.Question{question("one"), question("two")}, ended))
@@ -151,7 +151,7 @@ func TestParkedCallRounds(t *testing.T) {
 // prints go to the request that serves it at the time: the first request's
 // before the first question, the retry's after.
 func TestParkedCallLinesFollowTheRequest(t *testing.T) {
-	pk := newParking(&AskOptions{ParkTimeout: time.Minute})
+	pk := newParking(&AskOptions{ParkTimeout: time.Minute}, nil)
 	var first, second []string
 	sink := func(lines *[]string) *requestSinks {
 		return &requestSinks{onLine: func(l supervisor.Line) { *lines = append(*lines, l.Text) }}
@@ -177,7 +177,7 @@ func TestParkedCallLinesFollowTheRequest(t *testing.T) {
 func TestParkedCallTimesOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = time.Minute
-		pk := newParking(&AskOptions{ParkTimeout: timeout})
+		pk := newParking(&AskOptions{ParkTimeout: timeout}, nil)
 		ended := make(chan error, 1)
 		res := pk.start(t.Context(), "alice", "", &requestSinks{}, askingRun([][]supervisor.Question{question("one")}, ended))
 		r := retry(t, res)
@@ -207,7 +207,7 @@ func TestParkedCallTimesOut(t *testing.T) {
 // first call is over.
 func TestParkedCallsPerPrincipal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		pk := newParking(&AskOptions{ParkTimeout: time.Minute, ParkedPerPrincipal: 1})
+		pk := newParking(&AskOptions{ParkTimeout: time.Minute, ParkedPerPrincipal: 1}, nil)
 		ctx := t.Context()
 		ended := make(chan error, 8)
 		run := askingRun([][]supervisor.Question{question("one")}, ended)
@@ -241,7 +241,7 @@ func TestParkedCallsPerPrincipal(t *testing.T) {
 // is cancelled with it, and its result returned.
 func TestParkedCallCancelled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		pk := newParking(&AskOptions{ParkTimeout: time.Minute})
+		pk := newParking(&AskOptions{ParkTimeout: time.Minute}, nil)
 		ctx, cancel := context.WithCancel(t.Context())
 		ended := make(chan error, 1)
 		done := make(chan *mcp.CallToolResult)
@@ -259,6 +259,50 @@ func TestParkedCallCancelled(t *testing.T) {
 		}
 		if err := <-ended; err == nil || !strings.Contains(err.Error(), "the request was cancelled") {
 			t.Errorf("the call ended with %v", err)
+		}
+	})
+}
+
+// TestParkedCallsEndWithTheRetries ends the retries, as an HTTP server's
+// shutdown does once its listener is closed: a call parked for its retry
+// is cancelled at once, not at the park timeout, and a call served at the
+// time is refused its next round; so is a parking made after.
+func TestParkedCallsEndWithTheRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := NewCallGate(time.Minute, time.Second)
+		pk := newParking(&AskOptions{ParkTimeout: time.Hour}, gate)
+		parkedEnded := make(chan error, 1)
+		if res := pk.start(t.Context(), "alice", "", &requestSinks{}, askingRun([][]supervisor.Question{question("one")}, parkedEnded)); !res.NeedsInput() {
+			t.Fatalf("result %+v, want input_required", res)
+		}
+		proceed := make(chan struct{})
+		servedEnded := make(chan error, 1)
+		served := make(chan *mcp.CallToolResult, 1)
+		go func() {
+			served <- pk.start(t.Context(), "bob", "", &requestSinks{}, func(ctx context.Context, ask supervisor.Asker, onLine func(supervisor.Line), onProgress func(supervisor.ProgressEvent)) *mcp.CallToolResult {
+				<-proceed
+				return askingRun([][]supervisor.Question{question("two")}, servedEnded)(ctx, ask, onLine, onProgress)
+			})
+		}()
+		synctest.Wait()
+		start := time.Now()
+		gate.EndRetries()
+		if err := <-parkedEnded; !errors.Is(err, errNoRetries) || time.Since(start) != 0 {
+			t.Errorf("the parked call ended with %v after %v, want %v at once", err, time.Since(start), errNoRetries)
+		}
+		close(proceed)
+		if got, want := resultText(t, <-served), "failed: "+errNoRetries.Error(); got != want {
+			t.Errorf("the served call's result %q, want %q", got, want)
+		}
+		if err := <-servedEnded; err != nil {
+			t.Errorf("the served call ended with %v", err)
+		}
+		if n := pk.parked(); n != 0 {
+			t.Errorf("%d calls still parked", n)
+		}
+		later := newParking(&AskOptions{ParkTimeout: time.Hour}, gate)
+		if !later.ended {
+			t.Error("a parking made after EndRetries takes retries")
 		}
 	})
 }

@@ -82,7 +82,7 @@ func runPythonCode(o Options, levels *LevelStore, principals principals) tool {
 		ask:   o.Ask,
 	}
 	if o.Ask != nil && (o.Ask.Model || o.Ask.Person) {
-		h.parking = newParking(o.Ask)
+		h.parking = newParking(o.Ask, o.Calls)
 	}
 	def := mcp.NewToolWithRawSchema(toolName, "", json.RawMessage(toolInputSchema(o.Schema, o.Sessions != nil)))
 	if o.Schema == SchemaPyPI {

@@ -824,6 +824,8 @@ func ServeHTTP(ctx context.Context, ln net.Listener, fe *HTTPFrontEnd, log *zap.
 	defer cancelShutdown()
 	shutdown := make(chan error, 1)
 	go func() { shutdown <- srv.Shutdown(shutdownCtx) }()
+	// With the listener closed no client can retry a parked call.
+	fe.calls.EndRetries()
 	fe.calls.Shutdown(log)
 	flushCtx, cancelFlush := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
 	defer cancelFlush()
