@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-run-python/mcp-run-python/cmd/mcp-run-python/internal/mcptest"
@@ -83,17 +82,6 @@ func BenchmarkAskRound(b *testing.B) {
 func startAskBench(b *testing.B, s *e2eSetup, protocol string, model client.SamplingHandler) *benchServer {
 	b.Helper()
 	args := append(s.baseArgs(), "--sampling", "--llm-requests", "0", "--workers", "2", "stdio")
-	tr := transport.NewStdioWithOptions(s.bin, serverEnv(), args, transport.WithCommandLogger(quietLog))
-	c := client.NewClient(tr, client.WithProtocolVersion(protocol), client.WithSamplingHandler(model), client.WithMaxInputRoundTrips(askRounds+1))
-	if err := c.Start(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = c.Close() })
-	req := mcp.InitializeRequest{}
-	req.Params.ProtocolVersion = protocol
-	req.Params.ClientInfo = mcp.Implementation{Name: "bench", Version: "1"}
-	if _, err := c.Initialize(context.Background(), req); err != nil {
-		b.Fatal(err)
-	}
-	return &benchServer{Client: c}
+	srv, _ := startStdioAs(b, s.bin, args, protocol, client.WithSamplingHandler(model), client.WithMaxInputRoundTrips(askRounds+1))
+	return srv
 }

@@ -39,15 +39,21 @@ func startBench(b *testing.B, s *e2eSetup, extra ...string) (*benchServer, time.
 // startStdio spawns bin with args and initializes it over stdio.
 func startStdio(b *testing.B, bin string, args []string) (*benchServer, time.Duration) {
 	b.Helper()
+	return startStdioAs(b, bin, args, e2eProtocol)
+}
+
+// startStdioAs is startStdio with a client of protocol and opts.
+func startStdioAs(b *testing.B, bin string, args []string, protocol string, opts ...client.ClientOption) (*benchServer, time.Duration) {
+	b.Helper()
 	tr := transport.NewStdioWithOptions(bin, serverEnv(), args, transport.WithCommandLogger(quietLog))
-	c := client.NewClient(tr, client.WithProtocolVersion(e2eProtocol))
+	c := client.NewClient(tr, append(opts, client.WithProtocolVersion(protocol))...)
 	start := time.Now()
 	if err := c.Start(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = c.Close() })
 	req := mcp.InitializeRequest{}
-	req.Params.ProtocolVersion = e2eProtocol
+	req.Params.ProtocolVersion = protocol
 	req.Params.ClientInfo = mcp.Implementation{Name: "bench", Version: "1"}
 	if _, err := c.Initialize(context.Background(), req); err != nil {
 		b.Fatal(err)
