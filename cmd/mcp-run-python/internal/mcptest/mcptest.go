@@ -201,15 +201,9 @@ type Client struct {
 // ConnectFunc connects a new client to a server under test.
 type ConnectFunc func(t *testing.T, e Era) *Client
 
-// NewClient starts a client on tr, registers the collector and initializes.
-func NewClient(t *testing.T, tr transport.Interface, e Era) *Client {
-	t.Helper()
-	return NewClientWith(t, tr, e)
-}
-
-// NewClientWith is NewClient with the client's options opts, such as its
-// sampling and elicitation handlers.
-func NewClientWith(t testing.TB, tr transport.Interface, e Era, opts ...client.ClientOption) *Client {
+// NewClient starts a client on tr with opts (such as its sampling and
+// elicitation handlers), registers the collector and initializes.
+func NewClient(t testing.TB, tr transport.Interface, e Era, opts ...client.ClientOption) *Client {
 	t.Helper()
 	if e == Legacy {
 		opts = append(opts, client.WithLegacyProtocolOnly())

@@ -67,7 +67,7 @@ func askConnect(t *testing.T) map[string]func(t *testing.T, e mcptest.Era, opts 
 			if err != nil {
 				t.Fatal(err)
 			}
-			return mcptest.NewClientWith(t, tr, e, opts...)
+			return mcptest.NewClient(t, tr, e, opts...)
 		}
 	}
 	return map[string]func(t *testing.T, e mcptest.Era, opts ...client.ClientOption) *mcptest.Client{
@@ -93,7 +93,7 @@ func askStdio(tb testing.TB, e mcptest.Era, opts ...client.ClientOption) *mcptes
 	in, out := mcptest.StdioPipes(tb, func(ctx context.Context, in io.Reader, out io.Writer) error {
 		return transport.ServeStdio(ctx, o, 2, in, out)
 	})
-	return mcptest.NewClientWith(tb, clienttransport.NewIO(in, out, io.NopCloser(strings.NewReader(""))), e, opts...)
+	return mcptest.NewClient(tb, clienttransport.NewIO(in, out, io.NopCloser(strings.NewReader(""))), e, opts...)
 }
 
 // TestAskThroughTheClient runs code that asks 23 questions of the client's
@@ -192,7 +192,7 @@ func cancelWhileAsked(t *testing.T, e mcptest.Era, opts ...transporttest.Option)
 		t.Fatal(err)
 	}
 	asked := make(chan struct{})
-	c := mcptest.NewClientWith(t, tr, e, client.WithSamplingHandler(blockingModel{asked: asked}))
+	c := mcptest.NewClient(t, tr, e, client.WithSamplingHandler(blockingModel{asked: asked}))
 	ctx, cancel := context.WithCancel(mcptest.Context(t))
 	done := make(chan error, 1)
 	go func() {
@@ -269,7 +269,7 @@ func TestAskTheEndpoint(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := mcptest.NewClientWith(t, tr, e, client.WithElicitationHandler(mcptest.ScriptedPerson{}))
+			c := mcptest.NewClient(t, tr, e, client.WithElicitationHandler(mcptest.ScriptedPerson{}))
 			text, isError, err := c.Call(mcptest.Context(t), map[string]any{mcptest.CodeArgument: "batch hi|ho\nperson name?"})
 			want := "<status>success</status>\n<return_value>\nendpoint: hi\nendpoint: ho\nAda\n</return_value>"
 			if err != nil || isError || text != want {
