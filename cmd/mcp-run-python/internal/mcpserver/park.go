@@ -85,12 +85,11 @@ type parkedCall struct {
 	result    chan *mcp.CallToolResult // the call's result, buffered
 	cancel    context.CancelCauseFunc  // cancels the call's run
 
-	mu         sync.Mutex
-	registered bool          // in pk.calls, since it first parked
-	round      int           // of the latest state given out
-	waiting    *parkedRound  // asked and not yet answered by a retry
-	timer      *time.Timer   // cancels the call when the retry does not come
-	sinks      *requestSinks // of the request serving the call; nil while parked
+	mu      sync.Mutex
+	round   int           // of the latest state given out
+	waiting *parkedRound  // asked and not yet answered by a retry
+	timer   *time.Timer   // cancels the call when the retry does not come
+	sinks   *requestSinks // of the request serving the call; nil while parked
 }
 
 // parkedRound is one round of questions, and where its answers go.
@@ -164,13 +163,12 @@ func (pk *parking) admit(p *parkedCall) error {
 	if pk.ended {
 		return errNoRetries
 	}
-	if p.registered {
+	if pk.calls[p.id] != nil {
 		return nil
 	}
 	if pk.perPrincipal > 0 && p.principal != "" && pk.counts[p.principal] >= pk.perPrincipal {
 		return fmt.Errorf("%d calls of this caller already wait for the client's answers, the most --max-parked-calls-per-principal allows", pk.perPrincipal)
 	}
-	p.registered = true
 	pk.calls[p.id] = p
 	pk.counts[p.principal]++
 	return nil
@@ -180,10 +178,9 @@ func (pk *parking) admit(p *parkedCall) error {
 func (pk *parking) remove(p *parkedCall) {
 	pk.mu.Lock()
 	defer pk.mu.Unlock()
-	if !p.registered {
+	if pk.calls[p.id] == nil {
 		return
 	}
-	p.registered = false
 	delete(pk.calls, p.id)
 	if pk.counts[p.principal]--; pk.counts[p.principal] == 0 {
 		delete(pk.counts, p.principal)
