@@ -85,9 +85,6 @@ func mrtrCall(t *testing.T, tg *target, token, code, state string, answers map[s
 	a := tg.do(t, "/mcp", string(body), headers...)
 	var resp struct {
 		Result *mrtrResult `json:"result"`
-		Error  *struct {
-			Message string `json:"message"`
-		} `json:"error"`
 	}
 	if err := json.Unmarshal([]byte(a.body), &resp); err != nil || resp.Result == nil {
 		t.Fatalf("tools/call: %d %q (%v)", a.status, a.body, err)
