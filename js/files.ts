@@ -4,14 +4,13 @@
 import type { PyodideAPI } from "pyodide";
 import type { PyRunner, RunFrame } from "./run.ts";
 
+/** A package file of an install frame; see bridge.File. */
 export interface PackageFile {
   name: string;
   install_dir?: string;
   /** Bytes; they follow in chunks. */
   size?: number;
 }
-
-/** The part of Pyodide's private API that installs a package from bytes. */
 
 /**
  * The files announced by an install or put frame, as their bytes arrive:
