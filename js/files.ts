@@ -64,6 +64,7 @@ export class Incoming {
   }
 }
 
+/** What a file looked like before the run, to tell what the run changed. */
 export type Stat = { size: number; mtime: number };
 
 /** Most files looked at in one watched directory: a bound on the cost of a hostile tree. */
