@@ -107,6 +107,10 @@ export async function loadPyodideWith(
   }
 }
 
+/**
+ * Boots the interpreter: from init's snapshot when there is one and it
+ * restores, plainly otherwise; restored says which.
+ */
 export async function load(
   init: Init,
   module: WebAssembly.Module,

@@ -4,14 +4,13 @@
 import type { PyodideAPI } from "pyodide";
 import type { PyRunner, RunFrame } from "./run.ts";
 
+/** A package file of an install frame; see bridge.File. */
 export interface PackageFile {
   name: string;
   install_dir?: string;
   /** Bytes; they follow in chunks. */
   size?: number;
 }
-
-/** The part of Pyodide's private API that installs a package from bytes. */
 
 /**
  * The files announced by an install or put frame, as their bytes arrive:
@@ -65,6 +64,7 @@ export class Incoming {
   }
 }
 
+/** What a file looked like before the run, to tell what the run changed. */
 export type Stat = { size: number; mtime: number };
 
 /** Most files looked at in one watched directory: a bound on the cost of a hostile tree. */

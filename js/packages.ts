@@ -46,8 +46,7 @@ export function compileWheel(
   if (archive) send(archive);
 }
 
-/** A package file of an install frame; see bridge.File. */
-
+/** The part of Pyodide's private API that installs a package from bytes. */
 export interface Installer {
   install(
     data: Uint8Array,

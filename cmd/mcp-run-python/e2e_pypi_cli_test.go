@@ -228,9 +228,7 @@ func runPyPIForm(t *testing.T, s *e2eSetup, f pypiForm, env []string) {
 // answerInitializeOverStdio sends initialize and waits for its answer.
 func answerInitializeOverStdio(t *testing.T, stdin io.Writer, stdout io.Reader, stderr *syncBuffer) {
 	t.Helper()
-	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + e2eProtocol +
-		`","capabilities":{},"clientInfo":{"name":"pypi-cli","version":"1"}}}` + "\n"
-	if _, err := io.WriteString(stdin, initialize); err != nil {
+	if _, err := io.WriteString(stdin, pipedInitialize+"\n"); err != nil {
 		t.Fatalf("send initialize: %v; stderr:\n%s", err, stderr)
 	}
 	answer := make(chan string, 1)

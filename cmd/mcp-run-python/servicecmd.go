@@ -308,11 +308,7 @@ func absMounts(v string, abs func(string) (string, error)) (string, error) {
 		if m.Host, err = abs(m.Host); err != nil {
 			return "", err
 		}
-		mode := "ro"
-		if m.Writable {
-			mode = "rw"
-		}
-		lines = append(lines, m.Host+":"+m.Sandbox+":"+mode)
+		lines = append(lines, m.String())
 	}
 	return strings.Join(lines, "\n"), nil
 }

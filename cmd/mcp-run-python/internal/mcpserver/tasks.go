@@ -298,20 +298,30 @@ func (s *taskStore) finish(t *task, res *mcp.CallToolResult, failure error) {
 		t.result = nil
 		return
 	}
-	keep := s.opts.Retention
-	if t.ttl > 0 {
-		keep = min(keep, t.ttl-t.finished.Sub(t.created))
-	}
 	if t.expiry != nil {
 		t.expiry.Stop()
 	}
-	t.expiry = time.AfterFunc(keep, func() { s.remove(t, errTaskExpired) })
+	t.expiry = time.AfterFunc(s.lifetime(t)-t.finished.Sub(t.created), func() { s.remove(t, errTaskExpired) })
 	if t.result != nil {
 		t.size = resultSize(t.result)
 		t.kept = s.kept.PushBack(t)
 		s.size += t.size
 		s.bound()
 	}
+}
+
+// lifetime returns how long from its creation t is kept: once it has
+// ended, Retention past its end, or its ttl if that comes first; while it
+// runs, its ttl, 0 for none. s.mu is held.
+func (s *taskStore) lifetime(t *task) time.Duration {
+	if t.finished.IsZero() {
+		return t.ttl
+	}
+	kept := t.finished.Sub(t.created) + s.opts.Retention
+	if t.ttl > 0 {
+		kept = min(kept, t.ttl)
+	}
+	return kept
 }
 
 // resultSize is the size of res as JSON: what the bound on kept results
@@ -428,13 +438,7 @@ func (s *taskStore) wire(t *task, base mcp.Task) mcp.Task {
 	base.Status, base.StatusMessage = t.status, t.message
 	base.LastUpdatedAt = t.updated.UTC().Format(time.RFC3339)
 	base.TTL = nil
-	if ttl := t.ttl; ttl > 0 || !t.finished.IsZero() {
-		if !t.finished.IsZero() {
-			ttl = t.finished.Sub(t.created) + s.opts.Retention
-			if t.ttl > 0 {
-				ttl = min(ttl, t.ttl)
-			}
-		}
+	if ttl := s.lifetime(t); ttl > 0 || !t.finished.IsZero() {
 		ms := ttl.Milliseconds()
 		base.TTL = &ms
 	}

@@ -108,20 +108,17 @@ func (g mcpGo) responseKey(msg []byte) (string, bool) {
 		case "method":
 			return "", false
 		case "id":
-			if dec.Decode(&id) != nil {
-				return "", false
-			}
+			err = dec.Decode(&id)
 		case "result", "error":
 			answer = true
-			if id != nil {
-				return g.idKey(id)
+			if id == nil { // read past it to the ID
+				err = dec.Decode(new(json.RawMessage))
 			}
-			fallthrough
 		default:
-			var skip json.RawMessage
-			if dec.Decode(&skip) != nil {
-				return "", false
-			}
+			err = dec.Decode(new(json.RawMessage))
+		}
+		if err != nil {
+			return "", false
 		}
 		if answer && id != nil {
 			return g.idKey(id)

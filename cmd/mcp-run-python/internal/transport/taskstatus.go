@@ -22,20 +22,26 @@ import (
 // one session's events: it drops the notifications/tasks/status of tasks
 // that are not the session's.
 type taskStatusFilter struct {
-	http.ResponseWriter
-	flusher http.Flusher
+	streamWriter
 	tasks   *mcpserver.Tasks
 	session func() string // the session's id, "" while it has none
 }
 
-// filterTaskStatus returns w, whose flusher is f, writing through a
-// taskStatusFilter for the session that session names; w itself without
-// tasks, which have no notifications.
-func filterTaskStatus(w http.ResponseWriter, f http.Flusher, tasks *mcpserver.Tasks, session func() string) http.ResponseWriter {
+// streamWriter is a ResponseWriter that flushes, as mcp-go's streams
+// require.
+type streamWriter interface {
+	http.ResponseWriter
+	http.Flusher
+}
+
+// filterTaskStatus returns w writing through a taskStatusFilter for the
+// session that session names; w itself without tasks, which have no
+// notifications.
+func filterTaskStatus(w streamWriter, tasks *mcpserver.Tasks, session func() string) http.ResponseWriter {
 	if tasks == nil {
 		return w
 	}
-	return &taskStatusFilter{ResponseWriter: w, flusher: f, tasks: tasks, session: session}
+	return &taskStatusFilter{streamWriter: w, tasks: tasks, session: session}
 }
 
 // Write implements http.ResponseWriter. mcp-go writes each event with one
@@ -44,14 +50,11 @@ func (f *taskStatusFilter) Write(p []byte) (int, error) {
 	if id, ok := (mcpGo{}).taskStatusEvent(p); ok && !f.tasks.SessionOwns(f.session(), id) {
 		return len(p), nil
 	}
-	return f.ResponseWriter.Write(p)
+	return f.streamWriter.Write(p)
 }
 
-// Flush implements http.Flusher, which mcp-go requires for streaming.
-func (f *taskStatusFilter) Flush() { f.flusher.Flush() }
-
 // Unwrap returns the underlying ResponseWriter, for http.ResponseController.
-func (f *taskStatusFilter) Unwrap() http.ResponseWriter { return f.ResponseWriter }
+func (f *taskStatusFilter) Unwrap() http.ResponseWriter { return f.streamWriter }
 
 // taskStatusEvent returns the task id of the notifications/tasks/status that
 // one Write of mcp-go's to an event stream carries; false for other events.

@@ -349,7 +349,7 @@ func (h *sseHandler) serveStream(w http.ResponseWriter, r *http.Request) {
 	h.streams.watchIdle(stream, cancel)
 	defer stream.stopIdle()
 	r = r.WithContext(context.WithValue(ctx, sseStreamKey{}, stream))
-	h.sse.ServeHTTP(filterTaskStatus(stream, stream, h.tasks, stream.sessionID), r)
+	h.sse.ServeHTTP(filterTaskStatus(stream, h.tasks, stream.sessionID), r)
 	h.streams.unregister(stream.sessionID(), stream)
 	// Nothing more reaches this session.
 	h.pending.dropGroup(stream.sessionID())
@@ -722,7 +722,7 @@ func (h *streamableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		session := r.Header.Get(server.HeaderKeySessionID)
 		ctx := mcpserver.WithNotifier(r.Context(), httpNotifier{stream: stream})
 		r = r.WithContext(mcpserver.WithClientRequests(ctx, h.asks, session))
-		w = filterTaskStatus(stream, stream, h.tasks, func() string { return session })
+		w = filterTaskStatus(stream, h.tasks, func() string { return session })
 	}
 	h.next.ServeHTTP(w, r)
 }
