@@ -11,9 +11,9 @@ import (
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 )
 
-// toolReplyTimeout bounds the write of one answer to a worker: the run may
-// have ended, and its connection with it.
-const toolReplyTimeout = 5 * time.Second
+// replyTimeout bounds the write of one answer (a tool call's, a round's)
+// to a worker: the run may have ended, and its connection with it.
+const replyTimeout = 5 * time.Second
 
 // maxToolCallsInFlight bounds the tool calls of one run that are made at
 // once: past it, the run's frames wait to be read, so that code that sends
@@ -76,10 +76,10 @@ func (a *answering) close() {
 	a.wg.Wait()
 }
 
-// reply sends an answer with send, within toolReplyTimeout: the run may
+// reply sends an answer with send, within replyTimeout: the run may
 // have ended, and its connection with it, and then no longer listens.
 func reply(send func(ctx context.Context) error) {
-	ctx, cancel := context.WithTimeout(context.Background(), toolReplyTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), replyTimeout)
 	defer cancel()
 	_ = send(ctx)
 }
