@@ -35,6 +35,7 @@ var errWaitedTooLong = errors.New("no answer in time")
 // allows nothing, forged by its code, is refused without reaching an
 // Asker.
 type askRelay struct {
+	*answering
 	ask      Ask
 	limits   AskLimits
 	clock    *runClock
@@ -42,20 +43,16 @@ type askRelay struct {
 	log      *zap.Logger
 	// reply sends a round's answers (bridge.Conn.Answer).
 	reply func(ctx context.Context, id int64, answers []bridge.Answer, errText string) error
-	ctx   context.Context
-	stop  context.CancelCauseFunc
 
 	asked   int  // questions asked so far; read and written by handle only
 	refused bool // a round was refused and logged; the next are logged at debug level
-	rounds  answering
 }
 
 // newAskRelay returns the relay of a run whose context is ctx; progress
 // (nil: none) hears whom it waits for.
 func (c Config) newAskRelay(ctx context.Context, log *zap.Logger, ask Ask, progress *callProgress, clock *runClock, reply func(context.Context, int64, []bridge.Answer, string) error) *askRelay {
-	ctx, stop := context.WithCancelCause(ctx)
-	return &askRelay{ask: ask, limits: c.AskLimits, clock: clock, progress: progress, log: log,
-		reply: reply, ctx: ctx, stop: stop, rounds: answering{slots: make(chan struct{}, maxRoundsInFlight)}}
+	return &askRelay{answering: newAnswering(ctx, maxRoundsInFlight), ask: ask, limits: c.AskLimits, clock: clock,
+		progress: progress, log: log, reply: reply}
 }
 
 // spec is the run frame's Ask: what Python defines, and the limits it
@@ -86,7 +83,7 @@ func (r *askRelay) handle(f bridge.AskFrame) {
 		r.logRefusal(f, refusal)
 	}
 	asked := r.asked
-	r.rounds.start(r.ctx, func() {
+	r.start(func() {
 		answers, errText := []bridge.Answer(nil), refusal
 		if refusal == "" {
 			answers, errText = r.round(round, asked)
@@ -272,11 +269,4 @@ func (r *askRelay) logRefusal(f bridge.AskFrame, why string) {
 	}
 	r.refused = true
 	r.log.Log(level, "a round of questions refused", zap.Int("questions", len(f.Questions)), zap.String("why", why))
-}
-
-// close cancels the rounds still waiting, because the run ended, and waits
-// for their answers to be sent (or not: the run no longer listens).
-func (r *askRelay) close() {
-	r.stop(errRunEnded)
-	r.rounds.wait()
 }

@@ -160,6 +160,17 @@ func (p *pipeline) acquire(ctx context.Context) bool {
 			kind = p.s.learn.Guess(p.rt.Files, p.req.Code)
 		}
 	}
+	if !p.take(ctx, kind) {
+		return false
+	}
+	// A worker of a learned set has its packages installed already.
+	p.wheels = slices.DeleteFunc(p.wheels, func(wh bridge.Payload) bool { return p.w.Installed[wh.Name] })
+	return true
+}
+
+// take takes a worker of kind from the interpreter, the progress clock
+// stopped meanwhile, as the time limit is (interpreter.acquire).
+func (p *pipeline) take(ctx context.Context, kind string) bool {
 	waited := p.progress.wait()
 	w, err := p.in.acquire(ctx, p.limit, p.progress, p.req.Principal, kind)
 	waited()
@@ -167,8 +178,6 @@ func (p *pipeline) acquire(ctx context.Context) bool {
 		return p.end(Result{}, err)
 	}
 	p.w = w
-	// A worker of a learned set has its packages installed already.
-	p.wheels = slices.DeleteFunc(p.wheels, func(wh bridge.Payload) bool { return w.Installed[wh.Name] })
 	return true
 }
 
@@ -216,14 +225,7 @@ func (p *pipeline) install(ctx context.Context) bool {
 func (p *pipeline) swap(ctx context.Context) bool {
 	p.s.log.Debug("a learned set's worker does not fit the call", zap.String("set", p.w.Kind))
 	p.release()
-	waited := p.progress.wait()
-	w, err := p.in.acquire(ctx, p.limit, p.progress, p.req.Principal, "")
-	waited()
-	if err != nil {
-		return p.end(Result{}, err)
-	}
-	p.w = w
-	return true
+	return p.take(ctx, "")
 }
 
 // fromImports installs onto the worker the --deps files it lacks, then

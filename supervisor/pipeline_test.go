@@ -23,6 +23,7 @@ import (
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/runtimefiles"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/tracker"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker"
+	"github.com/mcp-run-python/mcp-run-python/supervisor/internal/worker/workertest"
 	"github.com/mcp-run-python/mcp-run-python/supervisor/mount"
 	pt "github.com/mcp-run-python/mcp-run-python/supervisor/packages/packagestest"
 )
@@ -30,28 +31,6 @@ import (
 // The call pipeline, tested with in-memory workers: a bridge.Conn whose
 // other end is Go (memWorker), answering frames as a worker's interpreter
 // would. No deno, no process: these run under -short.
-
-// fakeProc is a worker process that is not one: it lives until killed.
-type fakeProc struct {
-	once   sync.Once
-	killed chan struct{}
-	stderr *io.PipeWriter // closed at the kill, as a dead process's pipe
-}
-
-func (p *fakeProc) Pid() int { return 0 }
-func (p *fakeProc) Wait() error {
-	<-p.killed
-	return nil
-}
-func (p *fakeProc) Kill() error {
-	p.once.Do(func() {
-		close(p.killed)
-		p.stderr.Close()
-	})
-	return nil
-}
-func (p *fakeProc) Memory(context.Context) (int64, error)          { return 0, nil }
-func (p *fakeProc) CPUTime(context.Context) (time.Duration, error) { return 0, nil }
 
 // memWorker is the Go end of an in-memory worker: a fake interpreter that
 // can import what it was given and what it is sent, and records the frames
@@ -93,9 +72,7 @@ func newMemWorker(t *testing.T, srv *bridge.Server, kind string, installed map[s
 	case <-ctx.Done():
 		t.Fatal("the bridge did not hand the connection over")
 	}
-	stderr, stderrW := io.Pipe()
-	p := &fakeProc{killed: make(chan struct{}), stderr: stderrW}
-	w := worker.New(new(tracker.Tracker), p, io.NopCloser(nil), stderr, zap.NewNop(), func() {})
+	w := worker.New(new(tracker.Tracker), workertest.NewProcess(), io.NopCloser(nil), strings.NewReader(""), zap.NewNop(), func() {})
 	w.Conn, w.Kind, w.Installed = conn, kind, installed
 	m := &memWorker{w: w, modules: map[string]bool{"json": true}}
 	for name := range installed {

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -20,17 +21,13 @@ import (
 func fakeSession(t *testing.T, s *Supervisor) (*Session, *workertest.Process) {
 	t.Helper()
 	p := workertest.NewProcess()
-	w := worker.New(new(tracker.Tracker), p, nopCloser{}, strings.NewReader(""), zap.NewNop(), func() {})
+	w := worker.New(new(tracker.Tracker), p, io.NopCloser(nil), strings.NewReader(""), zap.NewNop(), func() {})
 	ss, err := s.addSession(w)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return ss, p
 }
-
-type nopCloser struct{}
-
-func (nopCloser) Close() error { return nil }
 
 // ended reports whether ss has ended, after everything in the bubble has
 // had its turn.

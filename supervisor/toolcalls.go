@@ -11,9 +11,9 @@ import (
 	"github.com/mcp-run-python/mcp-run-python/bridge"
 )
 
-// toolReplyTimeout bounds the write of one answer to a worker: the run may
-// have ended, and its connection with it.
-const toolReplyTimeout = 5 * time.Second
+// replyTimeout bounds the write of one answer (a tool call's, a round's)
+// to a worker: the run may have ended, and its connection with it.
+const replyTimeout = 5 * time.Second
 
 // maxToolCallsInFlight bounds the tool calls of one run that are made at
 // once: past it, the run's frames wait to be read, so that code that sends
@@ -21,7 +21,7 @@ const toolReplyTimeout = 5 * time.Second
 // without bound.
 const maxToolCallsInFlight = 64
 
-// errRunEnded cancels the tool calls still pending when their run ends.
+// errRunEnded cancels the requests still being answered when their run ends.
 var errRunEnded = errors.New("the run ended")
 
 // toolRelay answers the tool calls of one run (code mode): each is made in
@@ -29,30 +29,37 @@ var errRunEnded = errors.New("the run ended")
 // stopped (time limit, cancellation, kill) stops its pending calls too.
 // The calls of a run are counted against Config.ToolCalls.
 type toolRelay struct {
+	*answering
 	tools Tools
 	conn  *bridge.Conn
 	limit int // calls a run may make; 0 for no limit
-	ctx   context.Context
-	stop  context.CancelCauseFunc
-
 	made  int // read and written by handle only
-	calls answering
 }
 
 // answering answers the requests of one run (tool calls, rounds of
-// questions), each in a goroutine of its own, at most cap(slots) at once.
+// questions), each in a goroutine of its own, at most cap(slots) at once,
+// with ctx, which ends with the run.
 type answering struct {
+	ctx   context.Context
+	stop  context.CancelCauseFunc
 	slots chan struct{}
 	wg    sync.WaitGroup
 }
 
+// newAnswering answers the requests of a run whose context is ctx, at most
+// inFlight at once.
+func newAnswering(ctx context.Context, inFlight int) *answering {
+	ctx, stop := context.WithCancelCause(ctx)
+	return &answering{ctx: ctx, stop: stop, slots: make(chan struct{}, inFlight)}
+}
+
 // start answers one request, in the background, with answer, once a slot
-// is free; when ctx, the run's, ends first, it returns without: the run is
-// over and nobody waits for the answer.
-func (a *answering) start(ctx context.Context, answer func()) {
+// is free; when the run ends first, it returns without: the run is over
+// and nobody waits for the answer.
+func (a *answering) start(answer func()) {
 	select {
 	case a.slots <- struct{}{}:
-	case <-ctx.Done():
+	case <-a.ctx.Done():
 		return
 	}
 	a.wg.Go(func() {
@@ -61,13 +68,18 @@ func (a *answering) start(ctx context.Context, answer func()) {
 	})
 }
 
-// wait waits for the answers under way.
-func (a *answering) wait() { a.wg.Wait() }
+// close cancels the requests still being answered, because the run ended,
+// and waits for their answers to be sent (or not: the run no longer
+// listens).
+func (a *answering) close() {
+	a.stop(errRunEnded)
+	a.wg.Wait()
+}
 
-// reply sends an answer with send, within toolReplyTimeout: the run may
+// reply sends an answer with send, within replyTimeout: the run may
 // have ended, and its connection with it, and then no longer listens.
 func reply(send func(ctx context.Context) error) {
-	ctx, cancel := context.WithTimeout(context.Background(), toolReplyTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), replyTimeout)
 	defer cancel()
 	_ = send(ctx)
 }
@@ -78,16 +90,11 @@ func (c Config) newToolRelay(ctx context.Context, conn *bridge.Conn) *toolRelay 
 	if c.Tools == nil {
 		return nil
 	}
-	ctx, stop := context.WithCancelCause(ctx)
-	return &toolRelay{tools: c.Tools, conn: conn, limit: c.ToolCalls, ctx: ctx, stop: stop,
-		calls: answering{slots: make(chan struct{}, maxToolCallsInFlight)}}
+	return &toolRelay{answering: newAnswering(ctx, maxToolCallsInFlight), tools: c.Tools, conn: conn, limit: c.ToolCalls}
 }
 
 // spec is the run frame's list of the tools, for Python's mcp_tools.
 func (r *toolRelay) spec() json.RawMessage {
-	if r == nil {
-		return nil
-	}
 	b, err := json.Marshal(r.tools.List())
 	if err != nil {
 		return nil // a ToolSpec always marshals
@@ -101,7 +108,7 @@ func (r *toolRelay) spec() json.RawMessage {
 func (r *toolRelay) handle(c bridge.ToolCall) {
 	r.made++
 	over := r.limit > 0 && r.made > r.limit
-	r.calls.start(r.ctx, func() {
+	r.start(func() {
 		var value json.RawMessage
 		var errText string
 		if over {
@@ -132,14 +139,4 @@ func (r *toolRelay) call(c bridge.ToolCall) (json.RawMessage, string) {
 	}
 	text, _ := json.Marshal(res.Text)
 	return text, ""
-}
-
-// close cancels the calls still pending, because the run ended, and waits
-// for them.
-func (r *toolRelay) close() {
-	if r == nil {
-		return
-	}
-	r.stop(errRunEnded)
-	r.calls.wait()
 }
