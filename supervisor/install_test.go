@@ -45,7 +45,7 @@ func wheel(t *testing.T, name, version, source string) bridge.Payload {
 func warmWorker(t *testing.T) (*Supervisor, *worker.Worker) {
 	t.Helper()
 	s := start(t, Config{Workers: 1})
-	w, err := s.takeWorker(context.Background(), nil, "", "")
+	w, err := takeWorker(context.Background(), s.pool, s.workers, s.cfg.Workers, nil, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

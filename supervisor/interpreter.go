@@ -51,7 +51,7 @@ func (pooled) installedFiles(rt *runtimefiles.Files) map[string]bool { return rt
 // acquire takes a warm worker that answers (see takeWorker).
 func (p pooled) acquire(ctx context.Context, limit *deadline, progress *callProgress, principal, kind string) (*worker.Worker, error) {
 	waited := time.Now()
-	w, err := p.s.takeWorker(ctx, progress, principal, kind)
+	w, err := takeWorker(ctx, p.s.pool, p.s.workers, p.s.cfg.Workers, progress, principal, kind)
 	limit.extend(time.Since(waited))
 	return w, err
 }

@@ -17,21 +17,21 @@ type workerPool = pool.Pool[*worker.Worker]
 // loaded machine can delay it by tens; a frozen or wedged worker never does.
 const pingTimeout = time.Second
 
-// takeWorker takes a warm worker of the pool that proves it is alive: one
-// that does not answer at once (stopped, wedged) is replaced, and the call
-// goes to the next, up to Config.Workers more. Each try takes a different
-// worker, so a pool of frozen workers costs a call at most one pingTimeout
-// a worker.
-func (s *Supervisor) takeWorker(ctx context.Context, progress *callProgress, principal, kind string) (*worker.Worker, error) {
+// takeWorker takes a warm worker of p, which workers restores, that proves
+// it is alive: one that does not answer at once (stopped, wedged) is
+// replaced, and the call goes to the next, up to tries more. Each try
+// takes a different worker, so a pool of frozen workers costs a call at
+// most one pingTimeout a worker.
+func takeWorker(ctx context.Context, p *workerPool, workers *worker.Starter, tries int, progress *callProgress, principal, kind string) (*worker.Worker, error) {
 	for try := 0; ; try++ {
-		w, err := s.pool.Acquire(ctx, principal, kind, progress.queued)
+		w, err := p.Acquire(ctx, principal, kind, progress.queued)
 		if err != nil {
 			return nil, err
 		}
 		if w.Readiness() != pool.Restored {
 			progress.restoring()
 		}
-		waited, err := s.workers.AwaitRestore(ctx, w)
+		waited, err := workers.AwaitRestore(ctx, w)
 		if err == nil && !waited {
 			pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
 			err = w.Conn.Ping(pingCtx)
@@ -40,10 +40,10 @@ func (s *Supervisor) takeWorker(ctx context.Context, progress *callProgress, pri
 		if err == nil {
 			return w, nil
 		}
-		if ctx.Err() != nil || try >= s.cfg.Workers {
-			s.pool.End(w, false) // it did not answer: no call of its again
+		if ctx.Err() != nil || try >= tries {
+			p.End(w, false) // it did not answer: no call of its again
 			return nil, fmt.Errorf("no worker answered: %w", err)
 		}
-		s.pool.Discard(w, err)
+		p.Discard(w, err)
 	}
 }
